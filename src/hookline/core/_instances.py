@@ -1,0 +1,47 @@
+"""Per-instance hook storage that keeps no instance alive and adds nothing to it."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .errors import ConfigError
+
+
+class InstanceTable:
+    """Maps live objects (by identity) to a value built on first use.
+
+    Entries vanish when their object is garbage-collected; copies of an object
+    (``copy.deepcopy``, pickling) do not inherit them.
+    """
+
+    def __init__(self, factory: Callable[[Any], Any]) -> None:
+        self._factory = factory
+        self._items: dict[int, tuple[weakref.ref, Any]] = {}
+
+    def get(self, obj: Any) -> Any:
+        """The value for ``obj``, or None."""
+        item = self._items.get(id(obj))
+        return item[1] if item is not None else None
+
+    def setdefault(self, obj: Any) -> Any:
+        """The value for ``obj``, created if missing."""
+        key = id(obj)
+        item = self._items.get(key)
+        if item is not None:
+            return item[1]
+        items = self._items
+        try:
+            ref = weakref.ref(obj, lambda _ref, key=key: items.pop(key, None))
+        except TypeError:
+            raise ConfigError(
+                f"cannot hook a single {type(obj).__name__} instance: it does not support "
+                "weak references (add '__weakref__' to its __slots__), or register on the class"
+            ) from None
+        value = self._factory(obj)
+        items[key] = (ref, value)
+        return value
+
+    def __bool__(self) -> bool:
+        return bool(self._items)

@@ -1,0 +1,88 @@
+"""EventBus: named events created on demand, or a fixed, strict set of names.
+
+Example::
+
+    >>> from hookline.core import EventBus
+    >>> bus = EventBus(["start", "stop"])
+    >>> @bus.on("start")
+    ... def announce(job):
+    ...     return f"{job} started"
+    >>> bus.emit("start", "backup")
+    ['backup started']
+    >>> bus.on("strat", print)
+    Traceback (most recent call last):
+    ...
+    hookline.core.errors.ConfigError: unknown event 'strat'; did you mean 'start'? (accepted: start, stop)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .errors import ConfigError
+from .event import Event
+
+
+class EventBus:
+    """A collection of :class:`Event` objects addressed by name.
+
+    With ``events`` given, the bus is strict: using any other name is a
+    :class:`ConfigError` that suggests the closest names.
+    """
+
+    def __init__(self, events: Iterable[str] | None = None) -> None:
+        self._strict = events is not None
+        self._events: dict[str, Event] = {}
+        for name in events or ():
+            if not isinstance(name, str):
+                raise ConfigError(f"event names must be strings, got {name!r}")
+            self._events[name] = Event(name)
+
+    def _unknown(self, name: str) -> ConfigError:
+        return ConfigError.unknown("event", name, self._events)
+
+    def event(self, name: str) -> Event:
+        """The :class:`Event` called ``name`` (created on first use unless strict)."""
+        event = self._events.get(name)
+        if event is None:
+            if self._strict:
+                raise self._unknown(name)
+            event = self._events[name] = Event(name)
+        return event
+
+    def on(self, name: str, fn: Callable | None = None, **options: Any) -> Any:
+        """Register ``fn`` on event ``name``; a decorator when ``fn`` is omitted."""
+        return self.event(name).register(fn, **options)
+
+    def _existing(self, name: str) -> Event | None:
+        event = self._events.get(name)
+        if event is None and self._strict:
+            raise self._unknown(name)
+        return event
+
+    def emit(self, name: str, /, *args: Any, **kwargs: Any) -> list:
+        """Emit event ``name``; an event nobody registered on returns ``[]``."""
+        event = self._existing(name)
+        return event.emit(*args, **kwargs) if event is not None else []
+
+    def emit_first(self, name: str, /, *args: Any, **kwargs: Any) -> Any:
+        """The first non-None result of event ``name``'s hooks."""
+        event = self._existing(name)
+        return event.emit_first(*args, **kwargs) if event is not None else None
+
+    async def emit_async(self, name: str, /, *args: Any, **kwargs: Any) -> list:
+        """Emit event ``name``, awaiting coroutine hooks."""
+        event = self._existing(name)
+        return await event.emit_async(*args, **kwargs) if event is not None else []
+
+    def names(self) -> list[str]:
+        """The event names known to the bus."""
+        return list(self._events)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._events
+
+    def __repr__(self) -> str:
+        kind = "strict " if self._strict else ""
+        return f"<{kind}EventBus {self.names()}>"

@@ -1,0 +1,84 @@
+"""The errors hookline raises, and the "did you mean" helper they share.
+
+Example::
+
+    >>> from hookline.core import ConfigError
+    >>> err = ConfigError.unknown("hook type", "ChekpointHook", ["CheckpointHook", "EMAHook"])
+    >>> "did you mean 'CheckpointHook'" in str(err)
+    True
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any
+
+
+def closest_names(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
+    """Return up to ``n`` of ``choices`` that look most like ``name`` (case-insensitive)."""
+    choices = list(choices)
+    by_lower: dict[str, str] = {}
+    for choice in choices:
+        by_lower.setdefault(choice.lower(), choice)
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=0.5)
+    found = [by_lower[c] for c in close]
+    # A substring match ("ckpt" in "CheckpointHook") is a good hint even when
+    # difflib's ratio is low.
+    for choice in choices:
+        if len(found) >= n:
+            break
+        if name.lower() in choice.lower() and choice not in found:
+            found.append(choice)
+    return found
+
+
+class ConfigError(ValueError):
+    """A configuration, name or argument that hookline cannot accept.
+
+    Raised early (before any work that would be lost), naming what was wrong
+    and what is accepted.
+    """
+
+    @classmethod
+    def unknown(cls, what: str, name: Any, accepted: Iterable[str]) -> ConfigError:
+        """An unknown ``name`` of kind ``what``, suggesting the closest of ``accepted``."""
+        accepted = sorted(accepted)
+        close = closest_names(str(name), accepted)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        listing = ", ".join(accepted) if len(accepted) <= 30 else f"{len(accepted)} names"
+        return cls(f"unknown {what} {name!r}{hint} (accepted: {listing})")
+
+
+def qualified_name(obj: Any) -> str:
+    """A readable name for a hook: ``module.Qualname`` for functions, the class for objects."""
+    target = getattr(obj, "__func__", obj)
+    qualname = getattr(target, "__qualname__", None)
+    if qualname is None:
+        qualname = type(target).__qualname__
+        module = type(target).__module__
+    else:
+        module = getattr(target, "__module__", None)
+    return f"{module}.{qualname}" if module and module != "builtins" else qualname
+
+
+class HookError(RuntimeError):
+    """A hook raised. The message names the hook and the hook point; the
+    original exception is ``__cause__``.
+
+    Attributes:
+        hook: the callable that raised.
+        point: the name of the hook point (an event name, ``f.pre`` ...).
+    """
+
+    def __init__(self, hook: Any, point: str, original: BaseException) -> None:
+        self.hook = hook
+        self.point = point
+        self.original = original
+        super().__init__(
+            f"hook {qualified_name(hook)} failed at {point}: "
+            f"{type(original).__name__}: {original}"
+        )
+
+    def __reduce__(self):  # picklable across processes
+        return (type(self), (self.hook, self.point, self.original))

@@ -1,0 +1,246 @@
+"""Event: a named hook point with priorities, filters and removable hooks.
+
+The call list is precomputed at registration (pluggy's lesson): ``emit`` is
+one tight loop over a list, with no sorting, no filtering bookkeeping and no
+lookups per call.
+
+Example::
+
+    >>> from hookline.core import Event
+    >>> started = Event("started")
+    >>> @started.register(priority="HIGH")
+    ... def greet(name):
+    ...     return f"hello {name}"
+    >>> handle = started.register(lambda name: name.upper(), every=2)
+    >>> started.emit("ada"), started.emit("ada")
+    (['hello ada'], ['hello ada', 'ADA'])
+    >>> handle.remove(); len(started)
+    1
+"""
+
+from __future__ import annotations
+
+import inspect
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .errors import ConfigError, HookError
+from .handles import HookHandle
+from .priority import Priority, PriorityLike
+
+#: returned by a filtered hook that did not run this time
+SKIP: Any = object()
+
+
+def _skipped(*args: Any, **kwargs: Any) -> Any:
+    return SKIP
+
+
+class _Calls(list):
+    """The call list of one Event generation, with the entries it was built from."""
+
+    __slots__ = ("entries", "may_skip", "has_async", "__weakref__")
+
+
+class _Entry:
+    __slots__ = ("fn", "priority", "seq", "call", "is_async")
+
+    def __init__(self, fn: Callable, priority: int, seq: int, call: Callable) -> None:
+        self.fn = fn
+        self.priority = priority
+        self.seq = seq
+        self.call = call
+        self.is_async = inspect.iscoroutinefunction(fn)
+
+
+def check_options(once: bool, every: int, when: Callable | None) -> None:
+    """Validate the filter options shared by every registration API."""
+    if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+        raise ConfigError(f"every must be an int >= 1, got {every!r}")
+    if when is not None and not callable(when):
+        raise ConfigError(f"when must be a callable predicate or None, got {when!r}")
+    if not isinstance(once, bool):
+        raise ConfigError(f"once must be True or False, got {once!r}")
+
+
+def filtered(fn: Callable, once: bool, every: int, when: Callable | None,
+             remove: Callable[[], None]) -> Callable:
+    """Wrap ``fn`` so it honours ``once``/``every``/``when``; returns ``fn`` itself when unfiltered.
+
+    A wrapper returns :data:`SKIP` on the emissions where ``fn`` does not run.
+    ``every`` counts every emission the hook sees; ``when`` is checked on the
+    emissions ``every`` lets through.
+    """
+    if not once and every == 1 and when is None:
+        return fn
+    seen = 0
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        nonlocal seen
+        if every != 1:
+            seen += 1
+            if seen % every:
+                return SKIP
+        if when is not None and not when(*args, **kwargs):
+            return SKIP
+        if once:
+            remove()
+        return fn(*args, **kwargs)
+
+    call.__hookline_fn__ = fn  # type: ignore[attr-defined]
+    return call
+
+
+def hook_of(call: Callable) -> Callable:
+    """The user's hook behind a (possibly filtered) call."""
+    return getattr(call, "__hookline_fn__", call)
+
+
+class Event:
+    """A hook point. ``register`` hooks, then ``emit`` to call them in priority order."""
+
+    __slots__ = ("name", "_entries", "_calls", "_retired", "_seq", "on_change", "__weakref__")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._entries: list[_Entry] = []
+        self._retired: list[weakref.ref] = []
+        self._seq = 0
+        self.on_change: Callable[[Event], None] | None = None
+        self._calls = self._build()
+
+    # -- registration ---------------------------------------------------------
+    def register(self, fn: Callable | None = None, *, priority: PriorityLike = "NORMAL",
+                 once: bool = False, every: int = 1,
+                 when: Callable[..., bool] | None = None) -> Any:
+        """Add ``fn``; returns a :class:`HookHandle`.
+
+        Also a decorator, bare (``@event.register``) or with options
+        (``@event.register(priority="HIGH")``); the decorated name is then the
+        handle, which still calls the function and has ``remove()``.
+        """
+        level = Priority.get(priority)
+        check_options(once, every, when)
+        if fn is None:
+            return lambda f: self.register(f, priority=level, once=once, every=every, when=when)
+        if not callable(fn):
+            raise ConfigError(f"a hook must be callable, got {fn!r} for event {self.name!r}")
+        handle = HookHandle(lambda: None, fn, self.name)
+        call = filtered(fn, once, every, when, handle.remove)
+        entry = _Entry(fn, int(level), self._seq, call)
+        self._seq += 1
+        handle._remover = lambda: self._remove(entry)
+        index = len(self._entries)
+        while index and self._entries[index - 1].priority > entry.priority:
+            index -= 1
+        self._entries.insert(index, entry)
+        self._publish()
+        return handle
+
+    def _remove(self, entry: _Entry) -> None:
+        if entry not in self._entries:
+            return
+        self._entries.remove(entry)
+        # Emissions in flight iterate an older call list: blank the hook out of
+        # every list still alive, so it is not called later in that emission.
+        for ref in [*self._retired, weakref.ref(self._calls)]:
+            calls = ref()
+            if calls is not None and entry in calls.entries:
+                calls[calls.entries.index(entry)] = _skipped
+                calls.may_skip = True
+        self._publish()
+
+    def _build(self) -> _Calls:
+        calls = _Calls(e.call for e in self._entries)
+        calls.entries = tuple(self._entries)
+        calls.may_skip = any(e.call is not e.fn for e in self._entries)
+        calls.has_async = any(e.is_async for e in self._entries)
+        return calls
+
+    def _publish(self) -> None:
+        self._retired = [r for r in self._retired if r() is not None]
+        if self._calls:
+            self._retired.append(weakref.ref(self._calls))
+        self._calls = self._build()
+        if self.on_change is not None:
+            self.on_change(self)
+
+    def clear(self) -> None:
+        """Remove every hook."""
+        for entry in list(self._entries):
+            self._remove(entry)
+
+    # -- introspection ----------------------------------------------------------
+    @property
+    def hooks(self) -> tuple[Callable, ...]:
+        """The registered callables, in call order."""
+        return tuple(e.fn for e in self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"<Event {self.name!r} with {len(self._entries)} hook(s)>"
+
+    # -- dispatch -------------------------------------------------------------------
+    def emit(self, *args: Any, **kwargs: Any) -> list:
+        """Call every hook with the arguments; return the results of those that ran."""
+        calls = self._calls
+        if not calls:
+            return []
+        if calls.has_async:
+            raise ConfigError(f"event {self.name!r} has coroutine hooks; use 'await emit_async()'")
+        results: list = []
+        append = results.append
+        try:  # the common call shapes skip building an argument tuple per hook
+            if kwargs:
+                for call in calls:
+                    append(call(*args, **kwargs))
+            elif args:
+                for call in calls:
+                    append(call(*args))
+            else:
+                for call in calls:
+                    append(call())
+        except HookError:
+            raise
+        except Exception as exc:
+            raise HookError(hook_of(call), self.name, exc) from exc
+        if calls.may_skip:
+            return [r for r in results if r is not SKIP]
+        return results
+
+    def emit_first(self, *args: Any, **kwargs: Any) -> Any:
+        """Call hooks in order until one returns something other than None; return it."""
+        calls = self._calls
+        if calls.has_async:
+            raise ConfigError(
+                f"event {self.name!r} has coroutine hooks; use 'await emit_async()'"
+            )
+        try:
+            for call in calls:
+                result = call(*args, **kwargs)
+                if result is not None and result is not SKIP:
+                    return result
+        except HookError:
+            raise
+        except Exception as exc:
+            raise HookError(hook_of(call), self.name, exc) from exc
+        return None
+
+    async def emit_async(self, *args: Any, **kwargs: Any) -> list:
+        """Like :meth:`emit`, awaiting coroutine hooks (plain hooks are called)."""
+        results: list = []
+        for call in self._calls:
+            try:
+                result = call(*args, **kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+            except HookError:
+                raise
+            except Exception as exc:
+                raise HookError(hook_of(call), self.name, exc) from exc
+            if result is not SKIP:
+                results.append(result)
+        return results

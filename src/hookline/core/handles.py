@@ -1,0 +1,88 @@
+"""Removable handles: every registration returns one.
+
+Example::
+
+    >>> from hookline.core import Event, HandleGroup
+    >>> ev = Event("tick")
+    >>> with ev.register(print):          # removed on exit
+    ...     ev.emit("hello")
+    hello
+    [None]
+    >>> group = HandleGroup()
+    >>> _ = group.add(ev.register(print)); _ = group.add(ev.register(repr))
+    >>> group.remove(); len(ev)
+    0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+class HookHandle:
+    """Removes one hook. ``remove()`` is idempotent; ``with handle:`` removes on exit."""
+
+    __slots__ = ("_remover", "hook", "point")
+
+    def __init__(self, remover: Callable[[], Any], hook: Any = None, point: str = "") -> None:
+        self._remover: Callable[[], Any] | None = remover
+        self.hook = hook
+        self.point = point
+
+    @property
+    def removed(self) -> bool:
+        """True once the hook has been removed (by this handle or by ``once=True``)."""
+        return self._remover is None
+
+    def remove(self) -> None:
+        """Remove the hook; a second call does nothing."""
+        remover, self._remover = self._remover, None
+        if remover is not None:
+            remover()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the hook itself, so a decorated function stays callable."""
+        return self.hook(*args, **kwargs)
+
+    def __enter__(self) -> HookHandle:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.remove()
+
+    def __repr__(self) -> str:
+        state = "removed" if self.removed else "active"
+        return f"<HookHandle {self.point or '?'} {state}>"
+
+
+class HandleGroup:
+    """A set of handles removed together (also a context manager)."""
+
+    def __init__(self, handles: Any = ()) -> None:
+        self._handles: list[Any] = list(handles)
+
+    def add(self, handle: Any) -> Any:
+        """Keep ``handle`` (anything with ``remove()``) and return it."""
+        if not callable(getattr(handle, "remove", None)):
+            raise TypeError(f"HandleGroup.add expects a handle with .remove(), got {handle!r}")
+        self._handles.append(handle)
+        return handle
+
+    def remove(self) -> None:
+        """Remove every handle, newest first; the group is empty afterwards."""
+        handles, self._handles = self._handles, []
+        for handle in reversed(handles):
+            handle.remove()
+
+    def __len__(self) -> int:
+        return len(self._handles)
+
+    def __iter__(self):
+        return iter(list(self._handles))
+
+    def __enter__(self) -> HandleGroup:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.remove()

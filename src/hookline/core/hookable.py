@@ -1,0 +1,273 @@
+"""``@hookable``: pre-, post- and exception-hooks on any function or method.
+
+Example::
+
+    >>> from hookline.core import hookable
+    >>> @hookable
+    ... def divide(a, b):
+    ...     return a / b
+    >>> _ = divide.pre(lambda args, kwargs: ((args[0] * 10, args[1]), kwargs))
+    >>> _ = divide.post(lambda result, args, kwargs: round(result, 2))
+    >>> _ = divide.on_error(lambda exc, args, kwargs: float("inf"))
+    >>> divide(1, 3), divide(1, 0)
+    (3.33, inf)
+
+On a method, ``Cls.method.post(h)`` hooks every instance and
+``obj.method.post(h)`` only ``obj``; class hooks run first.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ._instances import InstanceTable
+from .errors import ConfigError, HookError
+from .event import SKIP, Event, hook_of
+from .priority import PriorityLike
+
+
+class _HookSet:
+    """The pre, post and error hook lists of one function (or one instance)."""
+
+    __slots__ = ("pre", "post", "error", "count")
+
+    def __init__(self, name: str, on_change: Callable[[Event], None]) -> None:
+        self.pre = Event(f"{name}.pre")
+        self.post = Event(f"{name}.post")
+        self.error = Event(f"{name}.on_error")
+        self.count = 0
+        for event in (self.pre, self.post, self.error):
+            event.on_change = on_change
+
+    def refresh(self) -> int:
+        self.count = len(self.pre) + len(self.post) + len(self.error)
+        return self.count
+
+
+def _register(event: Event, hook: Callable | None, options: dict[str, Any]) -> Any:
+    return event.register(hook, **options)
+
+
+def _each(sets: tuple[_HookSet, ...], kind: str):
+    """Yield ``(call, point)`` for the hooks of one kind, class hooks first."""
+    for hooks in sets:
+        event: Event = getattr(hooks, kind)
+        for call in event._calls:
+            yield call, event.name
+
+
+def _call(call: Callable, point: str, *args: Any) -> Any:
+    try:
+        return call(*args)
+    except HookError:
+        raise
+    except Exception as exc:
+        raise HookError(hook_of(call), point, exc) from exc
+
+
+async def _call_async(call: Callable, point: str, *args: Any) -> Any:
+    try:
+        result = call(*args)
+        return await result if inspect.isawaitable(result) else result
+    except HookError:
+        raise
+    except Exception as exc:
+        raise HookError(hook_of(call), point, exc) from exc
+
+
+def _new_arguments(changed: Any, call: Callable, point: str) -> tuple[tuple, dict] | None:
+    """Validate a pre-hook's return value: None (keep) or ``(args, kwargs)``."""
+    if changed is None or changed is SKIP:
+        return None
+    if (isinstance(changed, tuple) and len(changed) == 2
+            and isinstance(changed[0], (tuple, list)) and isinstance(changed[1], dict)):
+        return tuple(changed[0]), changed[1]
+    problem = TypeError(f"a pre-hook must return None or (args, kwargs), got {changed!r}")
+    raise HookError(hook_of(call), point, problem) from problem
+
+
+def _run_pre(sets: tuple[_HookSet, ...], args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    for call, point in _each(sets, "pre"):
+        changed = _new_arguments(_call(call, point, args, kwargs), call, point)
+        if changed is not None:
+            args, kwargs = changed
+    return args, kwargs
+
+
+def _run_post(sets: tuple[_HookSet, ...], result: Any, args: tuple, kwargs: dict) -> Any:
+    for call, point in _each(sets, "post"):
+        replaced = _call(call, point, result, args, kwargs)
+        if replaced is not None and replaced is not SKIP:
+            result = replaced
+    return result
+
+
+def _run_error(sets: tuple[_HookSet, ...], error: Exception, args: tuple, kwargs: dict) -> Any:
+    """The first non-None error-hook result, or SKIP when every hook returned None."""
+    for call, point in _each(sets, "error"):
+        fallback = _call(call, point, error, args, kwargs)
+        if fallback is not None and fallback is not SKIP:
+            return fallback
+    return SKIP
+
+
+async def _run_pre_async(sets, args, kwargs):
+    for call, point in _each(sets, "pre"):
+        changed = _new_arguments(await _call_async(call, point, args, kwargs), call, point)
+        if changed is not None:
+            args, kwargs = changed
+    return args, kwargs
+
+
+async def _run_post_async(sets, result, args, kwargs):
+    for call, point in _each(sets, "post"):
+        replaced = await _call_async(call, point, result, args, kwargs)
+        if replaced is not None and replaced is not SKIP:
+            result = replaced
+    return result
+
+
+async def _run_error_async(sets, error, args, kwargs):
+    for call, point in _each(sets, "error"):
+        fallback = await _call_async(call, point, error, args, kwargs)
+        if fallback is not None and fallback is not SKIP:
+            return fallback
+    return SKIP
+
+
+class _Registrars:
+    """``pre`` / ``post`` / ``on_error`` methods shared by functions and bound methods."""
+
+    def _hook_set(self) -> _HookSet:  # pragma: no cover - overridden
+        raise NotImplementedError  # abstract
+
+    def pre(self, hook: Callable | None = None, *, priority: PriorityLike = "NORMAL",
+            once: bool = False, every: int = 1, when: Callable | None = None) -> Any:
+        """Run ``hook(args, kwargs)`` before the call; it returns None or ``(args, kwargs)``."""
+        options = dict(priority=priority, once=once, every=every, when=when)
+        return _register(self._hook_set().pre, hook, options)
+
+    def post(self, hook: Callable | None = None, *, priority: PriorityLike = "NORMAL",
+             once: bool = False, every: int = 1, when: Callable | None = None) -> Any:
+        """Run ``hook(result, args, kwargs)`` after the call; a non-None return replaces the result."""
+        options = dict(priority=priority, once=once, every=every, when=when)
+        return _register(self._hook_set().post, hook, options)
+
+    def on_error(self, hook: Callable | None = None, *, priority: PriorityLike = "NORMAL",
+                 once: bool = False, every: int = 1, when: Callable | None = None) -> Any:
+        """Run ``hook(exc, args, kwargs)`` when the call raises; a non-None return is the result."""
+        options = dict(priority=priority, once=once, every=every, when=when)
+        return _register(self._hook_set().error, hook, options)
+
+
+class HookableFunction(_Registrars):
+    """The object ``@hookable`` returns. Call it like the original."""
+
+    def __init__(self, fn: Callable) -> None:
+        if not callable(fn):
+            raise ConfigError(f"@hookable needs a function or method, got {fn!r}")
+        functools.update_wrapper(self, fn)
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._hooked = False
+        self._dispatch = self._make_dispatch()
+        self._class_hooks = _HookSet(getattr(fn, "__qualname__", repr(fn)), self._changed)
+        self._instance_hooks = InstanceTable(
+            lambda obj: _HookSet(f"{type(obj).__qualname__}.{fn.__name__}[instance]",
+                                 self._changed)
+        )
+
+    def _hook_set(self) -> _HookSet:
+        return self._class_hooks
+
+    def _changed(self, _event: Event) -> None:
+        hooked = self._class_hooks.refresh() > 0
+        for _ref, hooks in list(self._instance_hooks._items.values()):
+            hooked = hooks.refresh() > 0 or hooked
+        self._hooked = hooked
+
+    # -- calling ------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._hooked:
+            return self._invoke((self._class_hooks,), args, kwargs)
+        return self.__wrapped__(*args, **kwargs)
+
+    def _make_dispatch(self) -> Callable:
+        """The function ``obj.method(...)`` ends in: one flag test, then the original."""
+        fn = self.__wrapped__
+        owner = self
+
+        def dispatch(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            if owner._hooked:
+                instance = owner._instance_hooks.get(obj)
+                sets = (owner._class_hooks,) if instance is None else (owner._class_hooks, instance)
+                return owner._invoke(sets, (obj, *args), kwargs)
+            return fn(obj, *args, **kwargs)
+
+        dispatch.__hookline_owner__ = owner  # type: ignore[attr-defined]
+        return dispatch
+
+    def _invoke(self, sets: tuple[_HookSet, ...], args: tuple, kwargs: dict) -> Any:
+        if self._is_async:
+            return self._invoke_async(sets, args, kwargs)
+        args, kwargs = _run_pre(sets, args, kwargs)
+        try:
+            result = self.__wrapped__(*args, **kwargs)
+        except Exception as exc:
+            fallback = _run_error(sets, exc, args, kwargs)
+            if fallback is SKIP:
+                raise
+            return fallback
+        return _run_post(sets, result, args, kwargs)
+
+    async def _invoke_async(self, sets: tuple[_HookSet, ...], args: tuple, kwargs: dict) -> Any:
+        args, kwargs = await _run_pre_async(sets, args, kwargs)
+        try:
+            result = await self.__wrapped__(*args, **kwargs)
+        except Exception as exc:
+            fallback = await _run_error_async(sets, exc, args, kwargs)
+            if fallback is SKIP:
+                raise
+            return fallback
+        return await _run_post_async(sets, result, args, kwargs)
+
+    # -- methods ------------------------------------------------------------------
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return BoundHookable(self._dispatch, obj)
+
+    def __repr__(self) -> str:
+        return f"<hookable {self.__qualname__}>"
+
+
+class BoundHookable(functools.partial, _Registrars):
+    """``obj.method`` for a hookable method: calls it, and hooks only ``obj``."""
+
+    __slots__ = ()
+
+    def _hook_set(self) -> _HookSet:
+        owner: HookableFunction = self.func.__hookline_owner__
+        return owner._instance_hooks.setdefault(self.args[0])
+
+    @property
+    def __wrapped__(self) -> Callable:
+        return self.func.__hookline_owner__.__wrapped__.__get__(self.args[0])
+
+    @property
+    def __self__(self) -> Any:
+        return self.args[0]
+
+    def __repr__(self) -> str:
+        return f"<bound hookable {self.func.__hookline_owner__.__qualname__} of {self.args[0]!r}>"
+
+
+def hookable(fn: Callable) -> HookableFunction:
+    """Make ``fn`` (a function or method, sync or async) accept pre/post/error hooks.
+
+    With no hooks registered, a call costs a fraction of a microsecond more
+    than calling ``fn`` directly.
+    """
+    return HookableFunction(fn)
