@@ -29,6 +29,14 @@ _LAZY = {
     "Registry": "hookline.core",
     "HookError": "hookline.core",
     "ConfigError": "hookline.core",
+    "Hook": "hookline.engine",
+    "Runner": "hookline.engine",
+    "HOOKS": "hookline.engine",
+    "MODELS": "hookline.engine",
+    "DATASETS": "hookline.engine",
+    "CheckpointError": "hookline.engine",
+    "TrainingInterrupted": "hookline.engine",
+    "MessageHub": "hookline.engine",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -1,0 +1,92 @@
+"""Build optimizers and parameter schedulers from objects or config dicts.
+
+Example::
+
+    >>> import torch
+    >>> from hookline.engine.build import build_optimizer, build_schedulers
+    >>> model = torch.nn.Linear(2, 1)
+    >>> opt = build_optimizer({"type": "SGD", "lr": 0.1}, model)
+    >>> [(type(s).__name__, by_epoch) for s, by_epoch in
+    ...  build_schedulers({"type": "StepLR", "step_size": 2}, opt)]
+    [('StepLR', True)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from hookline.core import ConfigError
+from hookline.core.registry import check_call
+
+from .registries import OPTIMIZERS, PARAM_SCHEDULERS
+
+
+def build_optimizer(spec: Any, model: torch.nn.Module) -> torch.optim.Optimizer | None:
+    """A torch optimizer, or a dict naming any ``torch.optim`` class (``{"type": "SGD", "lr": 0.1}``)."""
+    if spec is None or isinstance(spec, torch.optim.Optimizer):
+        return spec
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"optimizer must be a torch.optim.Optimizer or a config dict, got {spec!r}")
+    return OPTIMIZERS.build(spec, params=[p for p in model.parameters() if p.requires_grad])
+
+
+def build_schedulers(spec: Any, optimizer: torch.optim.Optimizer | None
+                     ) -> list[tuple[Any, bool]]:
+    """``(scheduler, by_epoch)`` pairs from a scheduler, a config dict, or a list of them.
+
+    A config may hold ``by_epoch`` (default True: step once per epoch;
+    False: once per iteration). ReduceLROnPlateau may hold ``monitor``
+    (default ``"loss"``): the validation metric it steps on. ``SequentialLR``
+    and ``ChainedScheduler`` accept ``schedulers`` as a list of configs.
+    """
+    if spec is None:
+        return []
+    items = list(spec) if isinstance(spec, Sequence) and not isinstance(spec, (str, Mapping)) \
+        else [spec]
+    if items and optimizer is None:
+        raise ConfigError("param_scheduler needs an optimizer")
+    return [_build_one(item, optimizer) for item in items]
+
+
+def _build_one(item: Any, optimizer: torch.optim.Optimizer) -> tuple[Any, bool]:
+    if not isinstance(item, Mapping):
+        if not hasattr(item, "step"):
+            raise ConfigError(f"param_scheduler entries must be schedulers or dicts, got {item!r}")
+        return item, bool(getattr(item, "by_epoch", True))
+    cfg = dict(item)
+    by_epoch = bool(cfg.pop("by_epoch", True))
+    monitor = cfg.pop("monitor", None)
+    if "schedulers" in cfg:  # SequentialLR / ChainedScheduler children
+        cfg["schedulers"] = [
+            child if not isinstance(child, Mapping) else _build_child(child, optimizer)
+            for child in cfg["schedulers"]
+        ]
+    kind = cfg.get("type")
+    target = PARAM_SCHEDULERS.get(kind) if isinstance(kind, str) else kind
+    if target is None:
+        raise ConfigError(f"param_scheduler config {dict(item)!r} has no 'type'")
+    kwargs = {k: v for k, v in cfg.items() if k != "type"}
+    if "optimizer" in _parameters(target):
+        kwargs["optimizer"] = optimizer
+    check_call(target, kwargs, f"param_scheduler type {kind!r}")
+    scheduler = target(**kwargs)
+    if monitor is not None:
+        scheduler.monitor = monitor
+    return scheduler, by_epoch
+
+
+def _build_child(child: Mapping, optimizer: torch.optim.Optimizer) -> Any:
+    child = {k: v for k, v in child.items() if k not in ("by_epoch", "monitor")}
+    return _build_one(child, optimizer)[0]
+
+
+def _parameters(target: Any) -> set[str]:
+    import inspect
+
+    try:
+        return set(inspect.signature(target).parameters)
+    except (TypeError, ValueError):
+        return set()

@@ -1,0 +1,179 @@
+"""Data order as a function of (seed, epoch), so a resumed run skips what it did.
+
+``EpochSampler`` is a drop-in for ``RandomSampler`` / ``SequentialSampler``
+/ ``DistributedSampler``: its permutation depends only on ``seed`` and the
+epoch set with ``set_epoch`` (like ``DistributedSampler``), and
+``skip_batches`` makes the next pass start after the batches already done,
+without reading them.
+
+Example::
+
+    >>> from hookline.engine.data import EpochSampler
+    >>> sampler = EpochSampler(range(6), shuffle=True, seed=0, batch_size=2)
+    >>> sampler.set_epoch(1); full = list(sampler)
+    >>> sampler.skip_batches(2); list(sampler) == full[4:]
+    True
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+from torch.utils.data import (
+    DataLoader,
+    DistributedSampler,
+    IterableDataset,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+)
+
+from hookline.core import ConfigError
+
+_DATALOADER_KEYS = ("batch_size", "shuffle", "num_workers", "drop_last", "pin_memory",
+                    "collate_fn", "persistent_workers", "prefetch_factor", "worker_init_fn",
+                    "timeout")
+
+
+class EpochSampler(Sampler[int]):
+    """Indices in an order fixed by ``(seed, epoch)``, sharded over ``world_size`` ranks."""
+
+    def __init__(self, dataset: Any, *, shuffle: bool, seed: int = 0, batch_size: int = 1,
+                 rank: int = 0, world_size: int = 1) -> None:
+        self.size = len(dataset)
+        self.shuffle = shuffle
+        self.seed = seed
+        self.batch_size = batch_size
+        self.rank = rank
+        self.world_size = world_size
+        self.epoch = 0
+        self._skip = 0
+        self.per_rank = math.ceil(self.size / world_size)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Choose the permutation of this epoch."""
+        self.epoch = epoch
+
+    def skip_batches(self, count: int) -> None:
+        """Make the next pass start after ``count`` batches (one pass only)."""
+        self._skip = count * self.batch_size
+
+    def __iter__(self) -> Iterator[int]:
+        if self.shuffle:
+            generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+            order = torch.randperm(self.size, generator=generator).tolist()
+        else:
+            order = list(range(self.size))
+        total = self.per_rank * self.world_size
+        if total > self.size:  # pad like DistributedSampler so every rank gets as many
+            order += order[: total - self.size]
+        mine = order[self.rank:total:self.world_size]
+        skip, self._skip = self._skip, 0
+        return iter(mine[skip:])
+
+    def __len__(self) -> int:
+        return self.per_rank
+
+
+def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
+                     logger: logging.Logger, datasets_registry: Any = None,
+                     name: str = "dataloader", shuffle_default: bool = True) -> DataLoader | None:
+    """Turn a DataLoader or a config dict into a DataLoader whose order hookline controls.
+
+    A config dict holds ``dataset`` (a dataset or a ``{"type": ...}`` dict for
+    the DATASETS registry) and DataLoader arguments such as ``batch_size`` and
+    ``shuffle``. A DataLoader with a random, sequential or distributed sampler
+    is rebuilt around an :class:`EpochSampler`; any other sampler is kept as
+    it is (then resume replays the data order only if that sampler does).
+    """
+    if spec is None:
+        return None
+    if isinstance(spec, Mapping):
+        options = dict(spec)
+        dataset = options.pop("dataset", None)
+        if dataset is None:
+            raise ConfigError(f"{name} config needs a 'dataset' entry, got keys {sorted(spec)}")
+        if isinstance(dataset, Mapping):
+            if datasets_registry is None:
+                raise ConfigError(f"{name}: a dataset config needs the DATASETS registry")
+            dataset = datasets_registry.build(dataset)
+        unknown = sorted(set(options) - set(_DATALOADER_KEYS))
+        if unknown:
+            raise ConfigError(
+                f"{name} got unknown option(s) {unknown}; accepted: dataset, "
+                f"{', '.join(_DATALOADER_KEYS)}"
+            )
+        shuffle = options.pop("shuffle", shuffle_default)
+        return _wrap(dataset, shuffle, options, seed, rank, world_size)
+    if not isinstance(spec, DataLoader):
+        raise ConfigError(f"{name} must be a torch DataLoader or a config dict, got {type(spec)}")
+    loader = spec
+    if isinstance(loader.dataset, IterableDataset) or loader.batch_sampler is None:
+        return loader
+    sampler = loader.sampler
+    if type(loader.batch_sampler).__name__ != "BatchSampler" or not isinstance(
+        sampler, (RandomSampler, SequentialSampler, DistributedSampler)
+    ):
+        logger.warning("%s has a custom sampler: kept as is; mid-epoch resume replays the "
+                       "data order only if that sampler is deterministic", name)
+        return loader
+    shuffle = isinstance(sampler, RandomSampler) or bool(getattr(sampler, "shuffle", False))
+    options = dict(batch_size=loader.batch_size, drop_last=loader.drop_last,
+                   num_workers=loader.num_workers, collate_fn=loader.collate_fn,
+                   pin_memory=loader.pin_memory, timeout=loader.timeout,
+                   worker_init_fn=loader.worker_init_fn,
+                   persistent_workers=loader.persistent_workers)
+    if loader.num_workers > 0:
+        options["prefetch_factor"] = loader.prefetch_factor
+    return _wrap(loader.dataset, shuffle, options, seed, rank, world_size)
+
+
+def _wrap(dataset: Any, shuffle: bool, options: dict, seed: int, rank: int,
+          world_size: int) -> DataLoader:
+    batch_size = options.get("batch_size", 1)
+    sampler = EpochSampler(dataset, shuffle=shuffle, seed=seed, batch_size=batch_size,
+                           rank=rank, world_size=world_size)
+    # A private generator: the loader never draws from the global torch RNG,
+    # whose state belongs to the model (dropout, init) and is checkpointed.
+    generator = torch.Generator().manual_seed(seed)
+    return DataLoader(dataset, sampler=sampler, generator=generator, **options)
+
+
+def set_epoch(loader: DataLoader | None, epoch: int) -> None:
+    """Tell ``loader``'s sampler (and worker seeding) which epoch starts."""
+    if loader is None:
+        return
+    for sampler in (getattr(loader, "sampler", None),
+                    getattr(getattr(loader, "batch_sampler", None), "sampler", None)):
+        if hasattr(sampler, "set_epoch"):
+            sampler.set_epoch(epoch)
+            break
+    if loader.generator is not None and isinstance(getattr(loader, "sampler", None), EpochSampler):
+        loader.generator.manual_seed(loader.sampler.seed * 100_003 + epoch + 1)
+
+
+def skip_batches(loader: DataLoader, count: int) -> bool:
+    """Make ``loader``'s next pass skip ``count`` batches without loading them."""
+    sampler = getattr(loader, "sampler", None)
+    if isinstance(sampler, EpochSampler):
+        sampler.skip_batches(count)
+        return True
+    return False
+
+
+def move_to(batch: Any, device: torch.device) -> Any:
+    """``batch`` with every tensor moved to ``device`` (non-blocking), structure kept."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, Mapping):
+        return type(batch)({k: move_to(v, device) for k, v in batch.items()}) \
+            if type(batch) is dict else {k: move_to(v, device) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(move_to(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(move_to(v, device) for v in batch)
+    return batch

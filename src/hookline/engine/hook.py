@@ -1,0 +1,221 @@
+"""``Hook``: the base class of Runner hooks, with MMEngine's stages and signatures.
+
+A hook overrides the stages it needs; the Runner calls each stage only on
+the hooks that override it. Porting an MMEngine hook means changing its
+import::
+
+    >>> from hookline import Hook
+    >>> class PrintLoss(Hook):
+    ...     priority = "LOW"
+    ...     def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None):
+    ...         if self.every_n_train_iters(runner, 100):
+    ...             runner.logger.info("loss %.4f", float(outputs["loss"]))
+    >>> PrintLoss().triggered_stages()
+    ['after_train_iter']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+DATA_BATCH = Any
+
+#: every stage, in the order a training run reaches them
+STAGES: tuple[str, ...] = (
+    "before_run",
+    "after_load_checkpoint",
+    "before_train",
+    "before_train_epoch",
+    "before_train_iter",
+    "after_train_iter",
+    "after_train_epoch",
+    "before_val",
+    "before_val_epoch",
+    "before_val_iter",
+    "after_val_iter",
+    "after_val_epoch",
+    "after_val",
+    "before_save_checkpoint",
+    "after_train",
+    "before_test",
+    "before_test_epoch",
+    "before_test_iter",
+    "after_test_iter",
+    "after_test_epoch",
+    "after_test",
+    "after_run",
+    "on_exception",
+)
+
+# A subclass overriding a mode-generic method triggers these stages.
+_GENERIC = {
+    "_before_epoch": ("before_train_epoch", "before_val_epoch", "before_test_epoch"),
+    "_after_epoch": ("after_train_epoch", "after_val_epoch", "after_test_epoch"),
+    "_before_iter": ("before_train_iter", "before_val_iter", "before_test_iter"),
+    "_after_iter": ("after_train_iter", "after_val_iter", "after_test_iter"),
+}
+
+
+class Hook:
+    """Base class: every stage is a no-op. Set ``priority`` to order hooks
+    (a :class:`hookline.core.Priority` name or an int 0..100; lower runs first).
+
+    ``state_dict()`` / ``load_state_dict()`` carry a hook's own state through
+    checkpoints, stored under ``state_key`` (the class name by default).
+    """
+
+    priority: Any = "NORMAL"
+
+    # -- run -----------------------------------------------------------------
+    def before_run(self, runner) -> None:
+        """Before ``train()``, or a standalone ``val()``/``test()``."""
+
+    def after_run(self, runner) -> None:
+        """After ``train()``, or a standalone ``val()``/``test()``."""
+
+    def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        """A checkpoint was read; it is applied after this stage (hooks may edit it)."""
+
+    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+        """A checkpoint is about to be written; hooks may add entries."""
+
+    def on_exception(self, runner, exception: BaseException) -> None:
+        """Training, validation or test stopped with ``exception`` (re-raised afterwards)."""
+
+    # -- train / val / test ----------------------------------------------------
+    def before_train(self, runner) -> None:
+        """Before the first training epoch."""
+
+    def after_train(self, runner) -> None:
+        """After the last training epoch."""
+
+    def before_val(self, runner) -> None:
+        """Before a validation run."""
+
+    def after_val(self, runner) -> None:
+        """After a validation run."""
+
+    def before_test(self, runner) -> None:
+        """Before a test run."""
+
+    def after_test(self, runner) -> None:
+        """After a test run."""
+
+    # -- epochs ------------------------------------------------------------------
+    def before_train_epoch(self, runner) -> None:
+        self._before_epoch(runner, mode="train")
+
+    def before_val_epoch(self, runner) -> None:
+        self._before_epoch(runner, mode="val")
+
+    def before_test_epoch(self, runner) -> None:
+        self._before_epoch(runner, mode="test")
+
+    def after_train_epoch(self, runner) -> None:
+        self._after_epoch(runner, mode="train")
+
+    def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+        self._after_epoch(runner, mode="val")
+
+    def after_test_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+        self._after_epoch(runner, mode="test")
+
+    # -- iterations ---------------------------------------------------------------
+    def before_train_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None) -> None:
+        self._before_iter(runner, batch_idx=batch_idx, data_batch=data_batch, mode="train")
+
+    def before_val_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None) -> None:
+        self._before_iter(runner, batch_idx=batch_idx, data_batch=data_batch, mode="val")
+
+    def before_test_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None) -> None:
+        self._before_iter(runner, batch_idx=batch_idx, data_batch=data_batch, mode="test")
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None,
+                         outputs: dict | None = None) -> None:
+        self._after_iter(runner, batch_idx=batch_idx, data_batch=data_batch,
+                         outputs=outputs, mode="train")
+
+    def after_val_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None,
+                       outputs: Sequence | dict | None = None) -> None:
+        self._after_iter(runner, batch_idx=batch_idx, data_batch=data_batch,
+                         outputs=outputs, mode="val")
+
+    def after_test_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None,
+                        outputs: Sequence | dict | None = None) -> None:
+        self._after_iter(runner, batch_idx=batch_idx, data_batch=data_batch,
+                         outputs=outputs, mode="test")
+
+    # -- mode-generic (override one to act in train, val and test) ----------------
+    def _before_epoch(self, runner, mode: str = "train") -> None:
+        """Called by every ``before_*_epoch`` unless that stage is overridden."""
+
+    def _after_epoch(self, runner, mode: str = "train") -> None:
+        """Called by every ``after_*_epoch`` unless that stage is overridden."""
+
+    def _before_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None,
+                     mode: str = "train") -> None:
+        """Called by every ``before_*_iter`` unless that stage is overridden."""
+
+    def _after_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None,
+                    outputs: Any = None, mode: str = "train") -> None:
+        """Called by every ``after_*_iter`` unless that stage is overridden."""
+
+    # -- state ---------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """The hook's own state to put in checkpoints (tensors and plain containers)."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned."""
+
+    @property
+    def state_key(self) -> str:
+        """Where this hook's state lives in a checkpoint's ``hooks`` dict."""
+        return type(self).__name__
+
+    # -- helpers (MMEngine's names and meanings) ---------------------------------------
+    @staticmethod
+    def every_n_epochs(runner, n: int, start: int = 0) -> bool:
+        """True at the end of every ``n``-th epoch counted from ``start``."""
+        done = runner.epoch + 1 - start
+        return n > 0 and done >= 0 and done % n == 0
+
+    @staticmethod
+    def every_n_inner_iters(batch_idx: int, n: int) -> bool:
+        """True after every ``n``-th batch of the current epoch."""
+        return n > 0 and (batch_idx + 1) % n == 0
+
+    @staticmethod
+    def every_n_train_iters(runner, n: int, start: int = 0) -> bool:
+        """True after every ``n``-th training iteration counted from ``start``."""
+        done = runner.iter + 1 - start
+        return n > 0 and done >= 0 and done % n == 0
+
+    @staticmethod
+    def end_of_epoch(dataloader, batch_idx: int) -> bool:
+        """True on the last batch of ``dataloader``."""
+        return batch_idx + 1 == len(dataloader)
+
+    @staticmethod
+    def is_last_train_epoch(runner) -> bool:
+        """True during the last training epoch."""
+        return runner.max_epochs is not None and runner.epoch + 1 == runner.max_epochs
+
+    @staticmethod
+    def is_last_train_iter(runner) -> bool:
+        """True during the last training iteration."""
+        return runner.iter + 1 == runner.max_iters
+
+    # -- introspection ---------------------------------------------------------------------
+    def triggered_stages(self) -> list[str]:
+        """The stages this hook's class overrides, in run order."""
+        cls = type(self)
+        stages = {s for s in STAGES if getattr(cls, s) is not getattr(Hook, s)}
+        for generic, concrete in _GENERIC.items():
+            if getattr(cls, generic) is not getattr(Hook, generic):
+                stages.update(concrete)
+        return [s for s in STAGES if s in stages]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

@@ -1,0 +1,163 @@
+"""The Runner's hook list: priority order, per-stage call lists, errors, timing.
+
+All ordering work is paid when a hook is added or removed: each stage keeps a
+tuple of the bound methods of the hooks that override it, so dispatching a
+stage is one loop over exactly the hooks that care.
+
+Example::
+
+    >>> from hookline import Hook
+    >>> from hookline.engine.hook_table import HookTable
+    >>> class Ping(Hook):
+    ...     def before_run(self, runner):
+    ...         print("ping")
+    >>> table = HookTable()
+    >>> handle = table.add(Ping())
+    >>> table.call(None, "before_run")
+    ping
+    >>> handle.remove(); table.stages["before_run"]
+    ()
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from typing import Any
+
+from hookline.core import HookError, HookHandle, Priority
+from hookline.core.errors import ConfigError
+
+from .hook import STAGES, Hook
+
+
+class _Entry:
+    __slots__ = ("hook", "priority", "is_default", "seq", "key")
+
+    def __init__(self, hook: Hook, priority: int, is_default: bool, seq: int, key: str) -> None:
+        self.hook = hook
+        self.priority = priority
+        self.is_default = is_default
+        self.seq = seq
+        self.key = key
+
+    def sort_key(self) -> tuple[int, int, int]:
+        return (self.priority, 0 if self.is_default else 1, self.seq)
+
+
+class HookTable:
+    """Ordered hooks and the per-stage call tuples derived from them."""
+
+    def __init__(self) -> None:
+        self._entries: list[_Entry] = []
+        self._seq = 0
+        self.stages: dict[str, tuple] = {stage: () for stage in STAGES}
+        #: (hook class name, stage) -> [calls, total seconds]; None when not profiling
+        self.profile: dict[tuple[str, str], list] | None = None
+
+    # -- membership ---------------------------------------------------------------
+    def add(self, hook: Hook, priority: Any = None, *, is_default: bool = False,
+            key: str | None = None) -> HookHandle:
+        """Insert ``hook`` (stable: equal priorities keep their order, defaults first)."""
+        if not isinstance(hook, Hook):
+            raise ConfigError(
+                f"a Runner hook must be a hookline.Hook instance or a config dict, got {hook!r}"
+            )
+        if any(e.hook is hook for e in self._entries):
+            raise ConfigError(f"{hook!r} is already registered with this Runner")
+        level = int(Priority.get(hook.priority if priority is None else priority))
+        entry = _Entry(hook, level, is_default, self._seq, key or "")
+        self._seq += 1
+        self._entries.append(entry)
+        self._entries.sort(key=_Entry.sort_key)
+        self._rebuild()
+        return HookHandle(lambda: self._remove(entry), hook, "runner")
+
+    def _remove(self, entry: _Entry) -> None:
+        if entry in self._entries:
+            self._entries.remove(entry)
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        calls: dict[str, list] = defaultdict(list)
+        for entry in self._entries:
+            for stage in entry.hook.triggered_stages():
+                calls[stage].append(getattr(entry.hook, stage))
+        self.stages = {stage: tuple(calls.get(stage, ())) for stage in STAGES}
+
+    @property
+    def hooks(self) -> list[Hook]:
+        """Hooks in priority order."""
+        return [e.hook for e in self._entries]
+
+    def priority_of(self, hook: Hook) -> int:
+        for entry in self._entries:
+            if entry.hook is hook:
+                return entry.priority
+        raise KeyError(hook)
+
+    def by_key(self) -> dict[str, Hook]:
+        """Default hooks by their ``default_hooks`` key."""
+        return {e.key: e.hook for e in self._entries if e.key}
+
+    # -- dispatch --------------------------------------------------------------------
+    def call(self, runner: Any, stage: str, **kwargs: Any) -> None:
+        """Call ``stage`` on every hook overriding it; a failure becomes :class:`HookError`."""
+        methods = self.stages[stage]
+        if self.profile is not None:
+            return self._call_profiled(runner, stage, methods, kwargs)
+        try:
+            for method in methods:
+                method(runner, **kwargs)
+        except HookError:
+            raise
+        except Exception as exc:
+            raise HookError(method.__self__, stage, exc) from exc
+
+    def _call_profiled(self, runner: Any, stage: str, methods: tuple, kwargs: dict) -> None:
+        clock = time.perf_counter
+        for method in methods:
+            start = clock()
+            try:
+                method(runner, **kwargs)
+            except HookError:
+                raise
+            except Exception as exc:
+                raise HookError(method.__self__, stage, exc) from exc
+            finally:
+                record = self.profile[(type(method.__self__).__name__, stage)]
+                record[0] += 1
+                record[1] += clock() - start
+
+    def call_on_exception(self, runner: Any, exception: BaseException,
+                          logger: logging.Logger) -> None:
+        """Run every ``on_exception`` hook; one hook's failure does not stop the others."""
+        for method in self.stages["on_exception"]:
+            try:
+                method(runner, exception=exception)
+            except Exception:
+                logger.exception("on_exception hook %s failed", type(method.__self__).__name__)
+
+    def start_profiling(self) -> None:
+        """Time every hook call from now on (off by default: then it costs nothing)."""
+        self.profile = defaultdict(lambda: [0, 0.0])
+
+    # -- reporting ---------------------------------------------------------------------
+    def table(self) -> str:
+        """The stage-by-hook call order as text (MMEngine's startup log)."""
+        lines = []
+        for stage in STAGES:
+            methods = self.stages[stage]
+            if not methods:
+                continue
+            lines.append(f"{stage}:")
+            for method in methods:
+                hook = method.__self__
+                level = self.priority_of(hook)
+                try:
+                    name = Priority(level).name
+                except ValueError:
+                    name = str(level)
+                lines.append(f"  ({name:<12}) {type(hook).__name__}")
+        return "\n".join(lines)

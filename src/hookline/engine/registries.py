@@ -1,0 +1,40 @@
+"""The registries config files name things through.
+
+``HOOKS`` holds every built-in hook, ``MODELS`` and ``DATASETS`` what users
+(and the demo) register, ``OPTIMIZERS`` and ``PARAM_SCHEDULERS`` every
+``torch.optim`` and ``torch.optim.lr_scheduler`` class by its name.
+
+Example::
+
+    >>> from hookline.engine.registries import OPTIMIZERS, PARAM_SCHEDULERS
+    >>> "AdamW" in OPTIMIZERS, "CosineAnnealingLR" in PARAM_SCHEDULERS
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+from hookline.core import Registry
+
+HOOKS = Registry("hook")
+MODELS = Registry("model")
+DATASETS = Registry("dataset")
+OPTIMIZERS = Registry("optimizer")
+PARAM_SCHEDULERS = Registry("param_scheduler")
+
+for _name, _obj in vars(torch.optim).items():
+    if inspect.isclass(_obj) and issubclass(_obj, torch.optim.Optimizer) \
+            and _obj is not torch.optim.Optimizer:
+        OPTIMIZERS.register(_obj, name=_name)
+
+for _name, _obj in vars(torch.optim.lr_scheduler).items():
+    if inspect.isclass(_obj) and _name[0].isupper() and _name not in (
+        "LRScheduler", "_LRScheduler", "Optimizer", "Tensor", "Counter", "partial", "ref",
+    ) and (issubclass(_obj, torch.optim.lr_scheduler.LRScheduler)
+           or _name == "ReduceLROnPlateau"):
+        PARAM_SCHEDULERS.register(_obj, name=_name)
+
+DATASETS.register(torch.utils.data.TensorDataset, name="TensorDataset")

@@ -1,0 +1,309 @@
+"""``Runner``: trains, validates and tests a PyTorch model, calling hooks at MMEngine's stages.
+
+Example::
+
+    >>> import torch
+    >>> from torch.utils.data import DataLoader, TensorDataset
+    >>> from hookline import Runner
+    >>> data = TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
+    >>> runner = Runner(torch.nn.Linear(4, 2), optimizer={"type": "SGD", "lr": 0.1},
+    ...                 loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=2,
+    ...                 train_dataloader=DataLoader(data, batch_size=16, shuffle=True),
+    ...                 val_dataloader=DataLoader(data, batch_size=32), metrics={"acc": "accuracy"},
+    ...                 work_dir=tempfile.mkdtemp(), default_hooks={"logger": None})
+    >>> runner.train(); runner.iter
+    8
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from hookline.core import ConfigError, HookHandle
+
+from . import distributed, loops, state
+from .build import build_optimizer, build_schedulers
+from .checkpoint import find_resumable, load_checkpoint_file, save_atomic, write_latest
+from .data import build_dataloader
+from .evaluator import build_metrics
+from .hook import Hook
+from .hook_table import HookTable
+from .logs import close_logger, make_logger
+from .message_hub import MessageHub
+from .registries import DATASETS, HOOKS, MODELS
+from .signals import StopRequest, TrainingInterrupted
+from .step import StepModule, check_contract, run_step
+
+DEFAULT_HOOKS: dict[str, dict] = {
+    "optimizer": {"type": "OptimizerHook"},
+    "param_scheduler": {"type": "ParamSchedulerHook"},
+    "timer": {"type": "IterTimerHook"},
+    "logger": {"type": "LoggerHook"},
+    "checkpoint": {"type": "CheckpointHook", "interval": 1},
+    "sampler_seed": {"type": "DistSamplerSeedHook"},
+    "progress": {"type": "ProgressBarHook"},
+}
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch (all devices)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    if device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda", torch.cuda.current_device())
+        return torch.device("cpu")
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ConfigError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}") \
+            from exc
+
+
+class Runner:
+    """Runs training (``train``), validation (``val``) and test (``test``) loops with hooks.
+
+    See docs/engine.md for every argument; the short version: give a model,
+    an optimizer (object or ``{"type": "SGD", "lr": 0.1}``), a loss function
+    (unless the model has ``training_step``), dataloaders, and exactly one of
+    ``max_epochs`` / ``max_iters``.
+    """
+
+    def __init__(self, model: torch.nn.Module | Mapping, *, optimizer: Any = None,
+                 loss_fn: Callable | None = None, param_scheduler: Any = None,
+                 train_dataloader: Any = None, val_dataloader: Any = None,
+                 test_dataloader: Any = None, metrics: Mapping[str, Any] | None = None,
+                 max_epochs: int | None = None, max_iters: int | None = None,
+                 val_interval: int | None = None, work_dir: str | Path | None = None,
+                 hooks: Sequence[Hook | Mapping] = (),
+                 default_hooks: Mapping[str, Any] | None = None, seed: int = 0,
+                 device: str | torch.device = "auto", resume: str | Path | None = None,
+                 load_from: str | Path | None = None, config: Mapping | None = None) -> None:
+        self._check_lengths(max_epochs, max_iters, val_interval)
+        self.config = dict(config) if config is not None else None
+        self.seed = seed
+        seed_everything(seed)
+        self._owns_process_group = distributed.init_from_env(str(device))
+        self.rank, self.world_size = distributed.get_rank(), distributed.get_world_size()
+        self.device = resolve_device(device)
+        if self.device.type == "cuda" and self.world_size > 1:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        self.work_dir = Path(work_dir) if work_dir is not None else Path("work_dirs") / "run"
+        self.logger = make_logger(self.work_dir, main_process=self.rank == 0)
+        weakref.finalize(self, close_logger, self.logger)
+        self.message_hub = MessageHub()
+        self._setup_model(model, loss_fn)
+        self.optimizer = build_optimizer(optimizer, self.model)
+        self.param_schedulers = build_schedulers(param_scheduler, self.optimizer)
+        self.metrics = build_metrics(metrics)
+        loader_args = dict(seed=seed, rank=self.rank, world_size=self.world_size,
+                           logger=self.logger, datasets_registry=DATASETS)
+        self.train_dataloader = build_dataloader(train_dataloader, name="train_dataloader",
+                                                 **loader_args)
+        self.val_dataloader = build_dataloader(val_dataloader, name="val_dataloader",
+                                               shuffle_default=False, **loader_args)
+        self.test_dataloader = build_dataloader(test_dataloader, name="test_dataloader",
+                                                shuffle_default=False, **loader_args)
+        self.max_epochs, self.max_iters = max_epochs, max_iters
+        self.val_interval = val_interval or (1 if max_iters is None else
+                                             len(self.train_dataloader or [None]))
+        self.epoch = self.iter = 0
+        self.outputs: dict | None = None
+        self.stop_training = False
+        self.autocast: Callable[[], Any] | None = None
+        self.grad_scaler: Any = None
+        self._resume_batch = 0
+        self._position = (0, 0, 0)
+        self._resume, self._load_from, self._loaded = resume, load_from, False
+        self._stop: StopRequest | None = None
+        self._stop_group: Any = None
+        self.hooks = HookTable()
+        self._register_default_hooks(default_hooks)
+        for hook in hooks:
+            self.register_hook(hook)
+
+    # -- setup ----------------------------------------------------------------
+    @staticmethod
+    def _check_lengths(max_epochs: Any, max_iters: Any, val_interval: Any) -> None:
+        if max_epochs is not None and max_iters is not None:
+            raise ConfigError("give max_epochs or max_iters, not both")
+        for name, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
+                            ("val_interval", val_interval)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or value < 1):
+                raise ConfigError(f"{name} must be a positive int, got {value!r}")
+
+    def _setup_model(self, model: Any, loss_fn: Any) -> None:
+        if isinstance(model, Mapping):
+            model = MODELS.build(model)
+        if not isinstance(model, torch.nn.Module):
+            raise ConfigError(f"model must be a torch.nn.Module or a config dict, got {model!r}")
+        self.model = model.to(self.device)
+        self.loss_fn = loss_fn
+        self._ddp = None
+        if self.world_size > 1:
+            self._ddp = distributed.wrap_ddp(StepModule(self.model, loss_fn), self.device)
+            self._stop_group = distributed.control_group()
+
+    def _register_default_hooks(self, overrides: Mapping[str, Any] | None) -> None:
+        specs = dict(DEFAULT_HOOKS)
+        for key, value in (overrides or {}).items():
+            specs[key] = value
+        for key, spec in specs.items():
+            if spec is not None:
+                self.register_hook(spec, _default_key=key)
+
+    # -- hooks --------------------------------------------------------------------
+    def register_hook(self, hook: Hook | Mapping, priority: Any = None, *,
+                      _default_key: str | None = None) -> HookHandle:
+        """Add a hook (an instance or a ``{"type": ...}`` config); returns its handle.
+
+        Priority comes from the argument, then the config's ``priority``, then
+        the class; equal priorities keep registration order, defaults first.
+        """
+        if isinstance(hook, Mapping):
+            cfg = dict(hook)
+            cfg_priority = cfg.pop("priority", None)
+            priority = priority if priority is not None else cfg_priority
+            hook = HOOKS.build(cfg)
+        return self.hooks.add(hook, priority, is_default=_default_key is not None,
+                              key=_default_key)
+
+    def hook_table(self) -> str:
+        """The stage-by-hook call order, as text."""
+        return self.hooks.table()
+
+    def call_hook(self, stage: str, **kwargs: Any) -> None:
+        """Call ``stage`` on the hooks that override it (MMEngine's name)."""
+        self.hooks.call(self, stage, **kwargs)
+
+    # -- running --------------------------------------------------------------------
+    def train(self) -> torch.nn.Module:
+        """Train for ``max_epochs`` or ``max_iters``; returns the model."""
+        if self.max_epochs is None and self.max_iters is None:
+            raise ConfigError("train() needs max_epochs or max_iters")
+        if self.train_dataloader is None:
+            raise ConfigError("train() needs train_dataloader")
+        check_contract(self.model, self.loss_fn)
+        with self._running(), StopRequest() as self._stop:
+            self._load_or_resume()
+            self.logger.info("hooks by stage:\n%s", self.hook_table())
+            self.model.train()
+            if self.max_epochs is not None:
+                loops.train_by_epoch(self)
+            else:
+                loops.train_by_iter(self)
+        self._stop = None
+        return self.model
+
+    def val(self) -> dict[str, float]:
+        """Run the validation loop once; returns the metrics."""
+        return self._evaluate("val", self.val_dataloader)
+
+    def test(self) -> dict[str, float]:
+        """Run the test loop once; returns the metrics."""
+        return self._evaluate("test", self.test_dataloader)
+
+    def _evaluate(self, mode: str, loader: Any) -> dict[str, float]:
+        if loader is None:
+            raise ConfigError(f"{mode}() needs {mode}_dataloader")
+        with self._running():
+            self._load_or_resume()
+            return loops.evaluate(self, mode, loader)
+
+    @contextlib.contextmanager
+    def _running(self) -> Iterator[None]:
+        self.hooks.call(self, "before_run")
+        try:
+            yield
+        except BaseException as exc:
+            self.hooks.call_on_exception(self, exc, self.logger)
+            if isinstance(exc, TrainingInterrupted):
+                self.logger.warning("%s", exc.message)
+            raise
+        self.hooks.call(self, "after_run")
+
+    def _step(self, batch: Any, mode: str) -> dict:
+        if self._ddp is not None and mode == "train":
+            return self._ddp(batch, mode)
+        return run_step(self.model, self.loss_fn, batch, mode)
+
+    def _should_stop(self) -> bool:
+        """After an iteration: stop on ``stop_training``, or checkpoint and exit on a signal."""
+        signalled = self._stop is not None and self._stop.signum is not None
+        if self._stop_group is not None:
+            signalled = distributed.any_rank(signalled, self._stop_group)
+        if signalled:
+            signum = self._stop.signum or 15
+            path = self.save_checkpoint(f"iter_{self.iter}.pth")
+            epoch, batch, _ = self._position
+            where = (f"epoch {epoch + 1}, batch {batch}, iteration {self.iter}"
+                     if self.max_epochs is not None else f"iteration {self.iter}")
+            raise TrainingInterrupted(signum, path, (
+                f"stopped by {self._stop.name or 'a signal on another rank'} at {where}; "
+                f"checkpoint saved to {path}. Resume with resume='auto' "
+                f"(hookline train ... --resume auto) or resume='{path}'"))
+        return self.stop_training
+
+    # -- checkpoints ------------------------------------------------------------------
+    def save_checkpoint(self, path: str | Path, *, save_optimizer: bool = True) -> Path:
+        """Write the run's state to ``path`` (relative paths go in ``work_dir``) atomically."""
+        path = Path(path)
+        if not path.is_absolute() and path.parent == Path("."):
+            path = self.work_dir / path
+        checkpoint = state.collect(self, save_optimizer=save_optimizer)
+        self.hooks.call(self, "before_save_checkpoint", checkpoint=checkpoint)
+        if self.rank == 0:
+            save_atomic(checkpoint, path)
+            write_latest(path.parent, path.name)
+        distributed.barrier()
+        return path
+
+    def load_checkpoint(self, path: str | Path, resume: bool = True, *,
+                        checkpoint: dict | None = None) -> dict:
+        """Load ``path``: the whole run when ``resume``, else the weights only."""
+        if checkpoint is None:
+            checkpoint = load_checkpoint_file(path, map_location="cpu")
+        self.hooks.call(self, "after_load_checkpoint", checkpoint=checkpoint)
+        state.apply(self, checkpoint, resume=resume, strict=resume)
+        what = "resumed" if resume else "loaded weights"
+        self.logger.info("%s from %s (epoch %d, iter %d)", what, path,
+                         checkpoint["meta"]["epoch"], checkpoint["meta"]["iter"])
+        return checkpoint
+
+    def _load_or_resume(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        if self._resume == "auto":
+            found = find_resumable(self.work_dir, logger=self.logger)
+            if found is None:
+                self.logger.info("resume='auto': no checkpoint in %s, starting fresh",
+                                 self.work_dir)
+            else:
+                self.load_checkpoint(found[0], checkpoint=found[1])
+        elif self._resume is not None:
+            self.load_checkpoint(self._resume)
+        elif self._load_from is not None:
+            self.load_checkpoint(self._load_from, resume=False)
+
+    # -- info ----------------------------------------------------------------------------
+    @property
+    def is_main_process(self) -> bool:
+        return self.rank == 0
+
+    def __repr__(self) -> str:
+        length = f"max_epochs={self.max_epochs}" if self.max_epochs else f"max_iters={self.max_iters}"
+        return f"<Runner {type(self.model).__name__} {length} epoch={self.epoch} iter={self.iter}>"

@@ -1,0 +1,63 @@
+"""Graceful stop on SIGTERM / SIGINT: finish the iteration, checkpoint, exit non-zero.
+
+Example::
+
+    >>> from hookline.engine.signals import StopRequest
+    >>> with StopRequest() as stop:
+    ...     stop.signum is None
+    True
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+
+class TrainingInterrupted(SystemExit):
+    """Training stopped on a signal after saving a checkpoint.
+
+    A ``SystemExit``: uncaught, the process exits with code ``128 + signum``
+    and no traceback. ``checkpoint`` is the path to resume from.
+    """
+
+    def __init__(self, signum: int, checkpoint: Any, message: str) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
+        self.checkpoint = checkpoint
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class StopRequest:
+    """Records SIGTERM/SIGINT while active; a second SIGINT interrupts at once."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.signum = signum
+
+    def __enter__(self) -> StopRequest:
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name if self.signum else ""

@@ -1,0 +1,27 @@
+"""hookline.hooks: the built-in Runner hooks, each registered in ``hookline.HOOKS``.
+
+Example::
+
+    >>> from hookline import HOOKS
+    >>> HOOKS.build({"type": "CheckpointHook", "interval": 2}).interval
+    2
+"""
+
+from .checkpoint import CheckpointHook
+from .iter_timer import IterTimerHook
+from .logger import LoggerHook, TextLoggerHook
+from .optimizer import OptimizerHook
+from .param_scheduler import ParamSchedulerHook
+from .progress import ProgressBarHook
+from .sampler_seed import DistSamplerSeedHook
+
+__all__ = [
+    "CheckpointHook",
+    "DistSamplerSeedHook",
+    "IterTimerHook",
+    "LoggerHook",
+    "OptimizerHook",
+    "ParamSchedulerHook",
+    "ProgressBarHook",
+    "TextLoggerHook",
+]

@@ -1,0 +1,40 @@
+"""IterTimerHook: ``time`` (whole iteration) and ``data_time`` (waiting for the batch).
+
+Example::
+
+    >>> from hookline.hooks import IterTimerHook
+    >>> "before_train_iter" in IterTimerHook().triggered_stages()
+    True
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from hookline.engine.hook import Hook
+from hookline.engine.registries import HOOKS
+
+
+@HOOKS.register()
+class IterTimerHook(Hook):
+    """Records ``{mode}/time`` and ``{mode}/data_time`` in seconds (host wall clock,
+    no device sync) into ``runner.message_hub`` for the logger and the ETA."""
+
+    priority = "NORMAL"
+
+    def __init__(self) -> None:
+        self._last = time.perf_counter()
+
+    def _before_epoch(self, runner, mode: str = "train") -> None:
+        self._last = time.perf_counter()
+
+    def _before_iter(self, runner, batch_idx: int, data_batch: Any = None,
+                     mode: str = "train") -> None:
+        runner.message_hub.update(f"{mode}/data_time", time.perf_counter() - self._last)
+
+    def _after_iter(self, runner, batch_idx: int, data_batch: Any = None, outputs: Any = None,
+                    mode: str = "train") -> None:
+        now = time.perf_counter()
+        runner.message_hub.update(f"{mode}/time", now - self._last)
+        self._last = now
