@@ -1,0 +1,98 @@
+"""A small deterministic training setup shared by the engine tests (and run as a script).
+
+As a script: ``python toy.py WORK_DIR [--resume auto] [--sleep S] [--out FILE]``
+trains with a checkpoint every 3 iterations and writes the final model and
+optimizer state to ``FILE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from hookline import Hook, Runner
+
+
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = torch.nn.Sequential(
+            torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Dropout(0.2), torch.nn.Linear(16, 3)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+def dataset(n: int = 60) -> TensorDataset:
+    generator = torch.Generator().manual_seed(123)
+    x = torch.randn(n, 6, generator=generator)
+    y = torch.randint(0, 3, (n,), generator=generator)
+    return TensorDataset(x, y)
+
+
+class Sleep(Hook):
+    """Slows iterations down so a test can kill the process in the middle of a run."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
+        time.sleep(self.seconds)
+
+
+def make_runner(work_dir, *, max_epochs: int | None = 4, max_iters: int | None = None,
+                hooks=(), checkpoint_every: int | None = None, **kwargs) -> Runner:
+    torch.manual_seed(0)
+    model = Net()
+    default_hooks = {"logger": {"type": "LoggerHook", "interval": 5}}
+    if checkpoint_every is not None:
+        default_hooks["checkpoint"] = {"type": "CheckpointHook", "interval": checkpoint_every,
+                                       "by_epoch": False}
+    data = dataset()
+    return Runner(
+        model,
+        optimizer={"type": "Adam", "lr": 0.01},
+        param_scheduler={"type": "StepLR", "step_size": 4, "gamma": 0.7, "by_epoch": False},
+        loss_fn=torch.nn.CrossEntropyLoss(),
+        train_dataloader=DataLoader(data, batch_size=8, shuffle=True),
+        val_dataloader=DataLoader(data, batch_size=16),
+        metrics={"accuracy": "accuracy"},
+        max_epochs=max_epochs if max_iters is None else None,
+        max_iters=max_iters,
+        work_dir=work_dir,
+        hooks=hooks,
+        default_hooks={**default_hooks, **kwargs.pop("default_hooks", {})},
+        **kwargs,
+    )
+
+
+def final_state(runner: Runner) -> dict:
+    return {
+        "model": {k: v.clone() for k, v in runner.model.state_dict().items()},
+        "optimizer": runner.optimizer.state_dict(),
+        "iter": runner.iter,
+        "epoch": runner.epoch,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("work_dir")
+    parser.add_argument("--resume", default=None)
+    parser.add_argument("--sleep", type=float, default=0.0)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    hooks = [Sleep(args.sleep)] if args.sleep else []
+    runner = make_runner(args.work_dir, hooks=hooks, checkpoint_every=3, resume=args.resume)
+    runner.train()
+    if args.out:
+        torch.save(final_state(runner), args.out)
+
+
+if __name__ == "__main__":
+    main()
