@@ -60,7 +60,7 @@ def make_runner(work_dir, *, max_epochs: int | None = 4, max_iters: int | None =
         loss_fn=torch.nn.CrossEntropyLoss(),
         train_dataloader=DataLoader(data, batch_size=8, shuffle=True),
         val_dataloader=DataLoader(data, batch_size=16),
-        metrics={"accuracy": "accuracy"},
+        metrics=kwargs.pop("metrics", {"accuracy": "accuracy"}),
         max_epochs=max_epochs if max_iters is None else None,
         max_iters=max_iters,
         work_dir=work_dir,
