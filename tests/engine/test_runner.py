@@ -74,7 +74,8 @@ def test_config_priority_and_default_before_custom(tmp_path):
             pass
 
     runner = make_runner(tmp_path, hooks=[{"type": "_TestCfgHook", "priority": "VERY_LOW"}])
-    table = runner.hook_table().split("after_train_iter:")[1].split(":")[0]
+    table = next(line for line in runner.hook_table().splitlines()
+                 if line.startswith("after_train_iter "))
     # equal priority (VERY_LOW): the default CheckpointHook comes before the custom hook
     assert table.index("CheckpointHook") < table.index("CfgHook")
     assert runner.hooks.priority_of(runner.hooks.hooks[-1]) == Priority.VERY_LOW

@@ -145,19 +145,20 @@ class HookTable:
 
     # -- reporting ---------------------------------------------------------------------
     def table(self) -> str:
-        """The stage-by-hook call order as text (MMEngine's startup log)."""
+        """The stage-by-hook call order as text (MMEngine's startup log), one line per stage."""
+        width = max(len(stage) for stage in STAGES)
         lines = []
         for stage in STAGES:
             methods = self.stages[stage]
-            if not methods:
-                continue
-            lines.append(f"{stage}:")
-            for method in methods:
-                hook = method.__self__
-                level = self.priority_of(hook)
-                try:
-                    name = Priority(level).name
-                except ValueError:
-                    name = str(level)
-                lines.append(f"  ({name:<12}) {type(hook).__name__}")
+            if methods:
+                hooks = ", ".join(f"{type(m.__self__).__name__}({self._priority_name(m.__self__)})"
+                                  for m in methods)
+                lines.append(f"{stage:<{width}}  {hooks}")
         return "\n".join(lines)
+
+    def _priority_name(self, hook: Hook) -> str:
+        level = self.priority_of(hook)
+        try:
+            return Priority(level).name
+        except ValueError:
+            return str(level)
