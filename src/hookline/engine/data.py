@@ -40,19 +40,29 @@ _DATALOADER_KEYS = ("batch_size", "shuffle", "num_workers", "drop_last", "pin_me
 
 
 class EpochSampler(Sampler[int]):
-    """Indices in an order fixed by ``(seed, epoch)``, sharded over ``world_size`` ranks."""
+    """Indices in an order fixed by ``(seed, epoch)``, sharded over ``world_size`` ranks.
+
+    Rank ``r`` takes every ``world_size``-th index of the order, starting at
+    ``r``. With ``pad=True`` (training) the order is padded with its first
+    indices, like ``DistributedSampler``, so that every rank runs as many
+    iterations; with ``pad=False`` (evaluation) no sample is repeated and the
+    ranks' shards differ in length by at most one, so that metrics gathered
+    over ranks count every sample exactly once.
+    """
 
     def __init__(self, dataset: Any, *, shuffle: bool, seed: int = 0, batch_size: int = 1,
-                 rank: int = 0, world_size: int = 1) -> None:
+                 rank: int = 0, world_size: int = 1, pad: bool = True) -> None:
         self.size = len(dataset)
         self.shuffle = shuffle
         self.seed = seed
         self.batch_size = batch_size
         self.rank = rank
         self.world_size = world_size
+        self.pad = pad
         self.epoch = 0
         self._skip = 0
-        self.per_rank = math.ceil(self.size / world_size)
+        self.per_rank = math.ceil(self.size / world_size) if pad else \
+            len(range(rank, self.size, world_size))
 
     def set_epoch(self, epoch: int) -> None:
         """Choose the permutation of this epoch."""
@@ -68,9 +78,9 @@ class EpochSampler(Sampler[int]):
             order = torch.randperm(self.size, generator=generator).tolist()
         else:
             order = list(range(self.size))
-        total = self.per_rank * self.world_size
-        if total > self.size:  # pad like DistributedSampler so every rank gets as many
-            order += order[: total - self.size]
+        total = self.per_rank * self.world_size if self.pad else self.size
+        while total > len(order):  # pad like DistributedSampler so every rank gets as many
+            order += order[: total - len(order)]
         mine = order[self.rank:total:self.world_size]
         skip, self._skip = self._skip, 0
         return iter(mine[skip:])
@@ -81,7 +91,8 @@ class EpochSampler(Sampler[int]):
 
 def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
                      logger: logging.Logger, datasets_registry: Any = None,
-                     name: str = "dataloader", shuffle_default: bool = True) -> DataLoader | None:
+                     name: str = "dataloader", shuffle_default: bool = True,
+                     pad: bool = True) -> DataLoader | None:
     """Turn a DataLoader or a config dict into a DataLoader whose order hookline controls.
 
     A config dict holds ``dataset`` (a dataset or a ``{"type": ...}`` dict for
@@ -89,6 +100,7 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
     ``shuffle``. A DataLoader with a random, sequential or distributed sampler
     is rebuilt around an :class:`EpochSampler`; any other sampler is kept as
     it is (then resume replays the data order only if that sampler does).
+    ``pad=False`` (evaluation loaders) shards without repeating samples.
     """
     if spec is None:
         return None
@@ -108,7 +120,7 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
                 f"{', '.join(_DATALOADER_KEYS)}"
             )
         shuffle = options.pop("shuffle", shuffle_default)
-        return _wrap(dataset, shuffle, options, seed, rank, world_size)
+        return _wrap(dataset, shuffle, options, seed, rank, world_size, pad)
     if not isinstance(spec, DataLoader):
         raise ConfigError(f"{name} must be a torch DataLoader or a config dict, got {type(spec)}")
     loader = spec
@@ -129,14 +141,14 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
                    persistent_workers=loader.persistent_workers)
     if loader.num_workers > 0:
         options["prefetch_factor"] = loader.prefetch_factor
-    return _wrap(loader.dataset, shuffle, options, seed, rank, world_size)
+    return _wrap(loader.dataset, shuffle, options, seed, rank, world_size, pad)
 
 
 def _wrap(dataset: Any, shuffle: bool, options: dict, seed: int, rank: int,
-          world_size: int) -> DataLoader:
+          world_size: int, pad: bool = True) -> DataLoader:
     batch_size = options.get("batch_size", 1)
     sampler = EpochSampler(dataset, shuffle=shuffle, seed=seed, batch_size=batch_size,
-                           rank=rank, world_size=world_size)
+                           rank=rank, world_size=world_size, pad=pad)
     # A private generator: the loader never draws from the global torch RNG,
     # whose state belongs to the model (dropout, init) and is checkpointed.
     generator = torch.Generator().manual_seed(seed)

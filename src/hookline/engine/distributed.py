@@ -88,6 +88,23 @@ def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
 
 
+def collective_device() -> torch.device:
+    """Where tensors for collectives live: the current GPU under nccl, else the CPU."""
+    if get_world_size() > 1 and dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def all_gather_object(obj: Any) -> list[Any]:
+    """``[obj of rank 0, obj of rank 1, ...]`` for a small picklable ``obj`` (``[obj]`` alone)."""
+    world = get_world_size()
+    if world <= 1:
+        return [obj]
+    gathered: list[Any] = [None] * world
+    dist.all_gather_object(gathered, obj)
+    return gathered
+
+
 def all_gather_cat(tensor: torch.Tensor) -> torch.Tensor:
     """Concatenate ``tensor`` from every rank along dim 0 (shapes may differ in dim 0)."""
     world = get_world_size()

@@ -102,25 +102,53 @@ class Evaluator:
             self._targets.append(targets.detach())
 
     def compute(self) -> dict[str, float]:
-        """The epoch's metrics as floats, reduced over ranks (one sync, at the end)."""
+        """The epoch's metrics as floats, reduced over ranks (one sync, at the end).
+
+        On several ranks, scalar entries are summed with one all-reduce and
+        predictions are all-gathered (shards may differ in length), so metrics
+        equal those of one process seeing the whole set. A rank whose shard
+        was empty still joins every collective.
+        """
         results: dict[str, float] = {}
-        if self._sums:
-            keys = sorted(self._sums)
-            device = self._sums[keys[0]].device
+        keys = sorted(self._sums)
+        layout = _layout(self._preds, self._targets)
+        if distributed.get_world_size() > 1:
+            # which scalar keys and which prediction shapes exist on any rank
+            everyone = distributed.all_gather_object((keys, layout))
+            keys = sorted({key for rank_keys, _ in everyone for key in rank_keys})
+            layout = next((rank_layout for _, rank_layout in everyone if rank_layout), None)
+        if keys:
+            device = self._sums[keys[0]].device if self._sums else distributed.collective_device()
+            zero = torch.zeros((), dtype=torch.float64, device=device)
             count = torch.tensor(float(self._count), dtype=torch.float64, device=device)
-            packed = torch.stack([self._sums[k].to(device) for k in keys] + [count])
+            packed = torch.stack([self._sums.get(k, zero).to(device) for k in keys] + [count])
             packed = distributed.all_reduce_sum(packed)
             for key, value in zip(keys, (packed[:-1] / packed[-1]).tolist()):
                 results[key] = value
-        if self._preds:
-            preds = distributed.all_gather_cat(torch.cat(self._preds))
-            targets = distributed.all_gather_cat(torch.cat(self._targets))
+        preds = targets = None
+        if layout is not None:
+            preds = distributed.all_gather_cat(_cat_or_empty(self._preds, *layout[0]))
+            targets = distributed.all_gather_cat(_cat_or_empty(self._targets, *layout[1]))
         for name, metric in self.metrics.items():
             value = metric.compute() if _is_torchmetric(metric) else \
-                _call_metric(name, metric, preds, targets) if self._preds else None
+                _call_metric(name, metric, preds, targets) if preds is not None else None
             if value is not None:
                 results[name] = float(value.item() if isinstance(value, torch.Tensor) else value)
         return results
+
+
+def _layout(preds: list[torch.Tensor], targets: list[torch.Tensor]) -> tuple | None:
+    """(trailing shape, dtype) of the collected predictions and targets, None if none."""
+    if not preds:
+        return None
+    return ((tuple(preds[0].shape[1:]), preds[0].dtype),
+            (tuple(targets[0].shape[1:]), targets[0].dtype))
+
+
+def _cat_or_empty(chunks: list[torch.Tensor], shape: tuple, dtype: torch.dtype) -> torch.Tensor:
+    if chunks:
+        return torch.cat(chunks)
+    return torch.empty((0, *shape), dtype=dtype, device=distributed.collective_device())
 
 
 def _call_metric(name: str, metric: Callable, preds: torch.Tensor,

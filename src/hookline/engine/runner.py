@@ -112,10 +112,11 @@ class Runner:
                            logger=self.logger, datasets_registry=DATASETS)
         self.train_dataloader = build_dataloader(train_dataloader, name="train_dataloader",
                                                  **loader_args)
+        # evaluation shards are not padded: every sample counts once in the metrics
         self.val_dataloader = build_dataloader(val_dataloader, name="val_dataloader",
-                                               shuffle_default=False, **loader_args)
+                                               shuffle_default=False, pad=False, **loader_args)
         self.test_dataloader = build_dataloader(test_dataloader, name="test_dataloader",
-                                                shuffle_default=False, **loader_args)
+                                                shuffle_default=False, pad=False, **loader_args)
         self.max_epochs, self.max_iters = max_epochs, max_iters
         self.val_interval = val_interval or (1 if max_iters is None else
                                              len(self.train_dataloader or [None]))
@@ -128,7 +129,6 @@ class Runner:
         self._position = (0, 0, 0)
         self._resume, self._load_from, self._loaded = resume, load_from, False
         self._stop: StopRequest | None = None
-        self._stop_group: Any = None
         self.hooks = HookTable()
         self._register_default_hooks(default_hooks)
         for hook in hooks:
@@ -153,6 +153,7 @@ class Runner:
         self.model = model.to(self.device)
         self.loss_fn = loss_fn
         self._ddp = None
+        self._stop_group: Any = None  # the gloo group that shares stop flags (_should_stop)
         if self.world_size > 1:
             self._ddp = distributed.wrap_ddp(StepModule(self.model, loss_fn), self.device)
             self._stop_group = distributed.control_group()

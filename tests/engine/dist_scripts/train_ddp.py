@@ -1,0 +1,119 @@
+"""Train a small model with the hookline Runner; run alone or under ``torchrun``.
+
+Used by tests/engine/test_distributed.py. Writes, into ``--out``:
+
+* ``weights_rank{R}.pt``: the final state_dict of this rank's model;
+* ``result_rank{R}.json``: rank, world size, finished iterations and the
+  validation metrics of every validation pass;
+
+and gives each rank its own work_dir, ``--out/work_rank{R}``, so that a test
+can see which rank wrote log.txt, metrics.jsonl and checkpoints. ``--slow``
+sleeps in every iteration (so that a signal can arrive mid-run) and writes
+the process id into ``started_rank{R}`` once the first iteration ran.
+
+To check the barrier after a save, rank 0 sleeps before writing each
+checkpoint, and every rank records, after the CheckpointHook's epoch save,
+whether rank 0's file of that epoch already exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from hookline import Hook, Runner
+
+
+def make_data(size: int, seed: int) -> TensorDataset:
+    generator = torch.Generator().manual_seed(seed)
+    inputs = torch.randn(size, 8, generator=generator)
+    targets = (inputs[:, 0] + 0.5 * inputs[:, 1] > 0).long() + (inputs[:, 2] > 1).long()
+    return TensorDataset(inputs, targets)
+
+
+def make_model() -> torch.nn.Module:
+    torch.manual_seed(1234)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
+
+
+class Record(Hook):
+    """Keeps every validation result and whether rank 0's checkpoints were there in time."""
+
+    priority = "LOWEST"  # after the CheckpointHook (VERY_LOW)
+
+    def __init__(self, out: Path, slow: float) -> None:
+        self.out = out
+        self.slow = slow
+        self.val_metrics: list[dict] = []
+        self.saved_before_barrier: list[bool] = []
+
+    def before_save_checkpoint(self, runner, checkpoint) -> None:
+        if runner.rank == 0:
+            time.sleep(0.2)  # without the barrier, rank 1 would look before the file exists
+
+    def after_train_epoch(self, runner) -> None:
+        path = self.out / "work_rank0" / f"epoch_{runner.epoch + 1}.pth"
+        self.saved_before_barrier.append(path.is_file())
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
+        if self.slow:
+            if runner.iter == 0:
+                started = self.out / f"started_rank{runner.rank}"
+                started.with_suffix(".tmp").write_text(str(os.getpid()))
+                started.with_suffix(".tmp").replace(started)  # appears with its content
+            time.sleep(self.slow)
+
+    def after_val_epoch(self, runner, metrics=None) -> None:
+        self.val_metrics.append(dict(metrics or {}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--batch", type=int, required=True, help="per-process batch size")
+    parser.add_argument("--train-size", type=int, default=96)
+    parser.add_argument("--val-size", type=int, default=37)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--slow", type=float, default=0.0)
+    parser.add_argument("--torchmetrics", action="store_true",
+                        help="also compute accuracy with a torchmetrics Metric")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    rank = int(os.environ.get("RANK", "0"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    record = Record(args.out, args.slow)
+    metrics = {"accuracy": "accuracy"}
+    if args.torchmetrics:
+        from torchmetrics.classification import MulticlassAccuracy
+
+        metrics["tm_accuracy"] = MulticlassAccuracy(num_classes=3, average="micro")
+    runner = Runner(
+        make_model(), optimizer={"type": "SGD", "lr": args.lr},
+        loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=args.epochs,
+        train_dataloader=DataLoader(make_data(args.train_size, 0), batch_size=args.batch,
+                                    shuffle=True),
+        val_dataloader=DataLoader(make_data(args.val_size, 1), batch_size=5),
+        metrics=metrics,
+        work_dir=args.out / f"work_rank{rank}", seed=7, device="cpu", hooks=[record],
+        default_hooks={"logger": {"type": "LoggerHook", "interval": 2}},
+    )
+    try:
+        runner.train()
+    finally:
+        torch.save({k: v.detach().clone() for k, v in runner.model.state_dict().items()},
+                   args.out / f"weights_rank{rank}.pt")
+        result = {"rank": runner.rank, "world_size": runner.world_size, "iter": runner.iter,
+                  "val": record.val_metrics,
+                  "saved_before_barrier": record.saved_before_barrier}
+        (args.out / f"result_rank{rank}.json").write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

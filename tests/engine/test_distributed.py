@@ -1,0 +1,243 @@
+"""Multi-process runs: the Runner under ``torchrun --nproc_per_node 2`` on gloo.
+
+Each torchrun test starts real processes (``python -m torch.distributed.run
+--standalone``, which picks a free port) running
+``dist_scripts/train_ddp.py`` and checks what they wrote.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from hookline.engine import distributed as dist_utils
+from hookline.engine.data import EpochSampler
+from hookline.engine.evaluator import Evaluator
+
+SCRIPT = Path(__file__).parent / "dist_scripts" / "train_ddp.py"
+
+needs_gloo = pytest.mark.skipif(
+    not (dist.is_available() and dist.is_gloo_available()),
+    reason="torch.distributed with gloo is not available")
+
+
+def _script_module():
+    spec = importlib.util.spec_from_file_location("hookline_train_ddp", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(key, None)
+    return env
+
+
+def _torchrun_cmd(out: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+            "2", str(SCRIPT), "--out", str(out), *args]
+
+
+def _run(cmd: list[str], out: Path, timeout: float = 90) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout)
+    (out / "console.txt").write_text(proc.stdout + proc.stderr)
+    return proc
+
+
+def _results(out: Path, ranks=(0, 1)) -> list[dict]:
+    return [json.loads((out / f"result_rank{r}.json").read_text()) for r in ranks]
+
+
+def _weights(out: Path, rank: int) -> dict[str, torch.Tensor]:
+    return torch.load(out / f"weights_rank{rank}.pt", weights_only=True)
+
+
+def _max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    assert a.keys() == b.keys()
+    return max((a[k] - b[k]).abs().max().item() for k in a)
+
+
+# -- in-process pieces ---------------------------------------------------------------------
+@pytest.mark.parametrize("size,world", [(7, 2), (10, 3), (2, 3), (6, 2)])
+def test_eval_sampler_shards_every_sample_once(size, world):
+    shards = [list(EpochSampler(range(size), shuffle=True, seed=3, rank=r, world_size=world,
+                                pad=False)) for r in range(world)]
+    assert sorted(i for shard in shards for i in shard) == list(range(size))
+    for rank, shard in enumerate(shards):
+        sampler = EpochSampler(range(size), shuffle=True, seed=3, rank=rank, world_size=world,
+                               pad=False)
+        assert len(sampler) == len(shard)
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1
+
+
+@pytest.mark.parametrize("size,world", [(7, 2), (2, 3), (1, 4)])
+def test_train_sampler_pads_to_equal_shards(size, world):
+    shards = [list(EpochSampler(range(size), shuffle=False, rank=r, world_size=world))
+              for r in range(world)]
+    assert {len(s) for s in shards} == {-(-size // world)}
+    assert set(i for shard in shards for i in shard) == set(range(size))
+
+
+def test_single_process_helpers_are_no_ops():
+    tensor = torch.arange(3.0)
+    assert dist_utils.all_gather_object({"a": 1}) == [{"a": 1}]
+    assert dist_utils.all_gather_cat(tensor) is tensor
+    assert dist_utils.collective_device() == torch.device("cpu")
+
+
+def test_evaluator_with_no_batches_gives_no_metrics():
+    assert Evaluator({"accuracy": "accuracy"}).compute() == {}
+
+
+# -- torchrun -------------------------------------------------------------------------------
+@needs_gloo
+@pytest.mark.timeout(180)
+def test_two_ranks_match_one_process_with_the_same_global_batch(tmp_path):
+    single, ddp = tmp_path / "single", tmp_path / "ddp"
+    single.mkdir(), ddp.mkdir()
+    # 96 samples, 3 epochs; one process with batch 8 sees order[0:8] per step, the two
+    # ranks with batch 4 see order[0:8:2] and order[1:8:2]: the same samples.
+    one = _run([sys.executable, str(SCRIPT), "--out", str(single), "--batch", "8"], single)
+    assert one.returncode == 0, one.stdout + one.stderr
+    two = _run(_torchrun_cmd(ddp, "--batch", "4"), ddp)
+    assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
+
+    (reference,) = _results(single, ranks=(0,))
+    rank0, rank1 = _results(ddp)
+    assert (rank0["world_size"], rank1["world_size"]) == (2, 2)
+    assert rank0["iter"] == rank1["iter"] == reference["iter"] == 36
+
+    w_single, w0, w1 = _weights(single, 0), _weights(ddp, 0), _weights(ddp, 1)
+    assert all(torch.equal(w0[k], w1[k]) for k in w0)  # DDP keeps the ranks identical
+    assert _max_diff(w0, w_single) < 1e-5
+    assert _max_diff(w0, _script_module().make_model().state_dict()) > 1e-2  # it did train
+
+    # validation: 37 samples, 19 on rank 0 and 18 on rank 1, reduced to the same numbers
+    # as one process (no padded duplicate counted twice)
+    assert rank0["val"] == rank1["val"]
+    assert len(rank0["val"]) == 3
+    for got, want in zip(rank0["val"], reference["val"]):
+        assert got.keys() == want.keys() == {"loss", "accuracy"}
+        assert got["accuracy"] == pytest.approx(want["accuracy"], abs=1e-6)
+        assert got["loss"] == pytest.approx(want["loss"], abs=1e-5)
+    assert round(rank0["val"][-1]["accuracy"] * 37) == pytest.approx(
+        rank0["val"][-1]["accuracy"] * 37, abs=1e-4)  # a count out of 37, not 38
+
+    # only rank 0 writes logs, metrics and checkpoints
+    assert not (ddp / "work_rank1").exists()
+    work = ddp / "work_rank0"
+    assert sorted(p.name for p in work.glob("*.pth")) == ["epoch_1.pth", "epoch_2.pth",
+                                                           "epoch_3.pth"]
+    records = [json.loads(line) for line in (work / "metrics.jsonl").read_text().splitlines()]
+    assert [r["mode"] for r in records].count("train") == 18  # 12 iterations / interval 2, x3
+    assert [r["mode"] for r in records].count("val") == 3
+    assert (work / "log.txt").read_text().count("Epoch(val) [3]") == 1
+    checkpoint = torch.load(work / "epoch_3.pth", weights_only=True)
+    assert all(torch.equal(checkpoint["state_dict"][k], w0[k]) for k in w0)  # no "module."
+
+    # every rank waits at the barrier after a save: rank 0 sleeps before writing each
+    # checkpoint, yet rank 1 finds the file once save_checkpoint has returned
+    assert rank0["saved_before_barrier"] == rank1["saved_before_barrier"] == [True] * 3
+
+
+@needs_gloo
+@pytest.mark.timeout(120)
+def test_validation_when_a_rank_has_no_samples(tmp_path):
+    """One validation sample on two ranks: rank 1's shard is empty, yet it joins every
+    collective (no hang) and reports the same metrics, torchmetrics included."""
+    proc = _run(_torchrun_cmd(tmp_path, "--batch", "4", "--train-size", "16", "--epochs", "1",
+                              "--val-size", "1", "--torchmetrics"), tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rank0, rank1 = _results(tmp_path)
+    assert rank0["val"] == rank1["val"]
+    (metrics,) = rank0["val"]
+
+    script = _script_module()
+    model = script.make_model()
+    model.load_state_dict(_weights(tmp_path, 0))
+    inputs, targets = script.make_data(1, 1).tensors
+    with torch.no_grad():
+        preds = model(inputs)
+    want_acc = float((preds.argmax(1) == targets).float().mean())
+    assert metrics["accuracy"] == metrics["tm_accuracy"] == want_acc
+    assert metrics["loss"] == pytest.approx(
+        float(torch.nn.functional.cross_entropy(preds, targets)), abs=1e-6)
+
+
+def _start_slow_job(out: Path) -> subprocess.Popen:
+    log = open(out / "console.txt", "w")  # noqa: SIM115  (closed by the caller through proc)
+    proc = subprocess.Popen(
+        _torchrun_cmd(out, "--batch", "4", "--epochs", "100", "--slow", "0.02"),
+        env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc.log = log  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 60
+    while not all((out / f"started_rank{r}").exists() for r in (0, 1)):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            log.close()
+            pytest.fail("the torchrun job did not start:\n" + (out / "console.txt").read_text())
+        time.sleep(0.05)
+    return proc
+
+
+def _finish(proc: subprocess.Popen, out: Path) -> str:
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    proc.log.close()  # type: ignore[attr-defined]
+    return (out / "console.txt").read_text()
+
+
+def _check_stopped_together(out: Path, returncode: int, console: str) -> None:
+    assert returncode != 0, console[-3000:]
+    rank0, rank1 = _results(out)
+    stopped = rank0["iter"]
+    assert rank1["iter"] == stopped, console[-3000:]
+    assert 0 < stopped < 100 * 12  # mid-run
+    w0, w1 = _weights(out, 0), _weights(out, 1)
+    assert all(torch.equal(w0[k], w1[k]) for k in w0)
+    assert not (out / "work_rank1").exists()
+    work = out / "work_rank0"
+    assert [p.name for p in work.glob("iter_*.pth")] == [f"iter_{stopped}.pth"]
+    checkpoint = torch.load(work / f"iter_{stopped}.pth", weights_only=True)
+    assert checkpoint["meta"]["iter"] == stopped
+    assert all(torch.equal(checkpoint["state_dict"][k], w0[k]) for k in w0)
+    assert (work / "latest").read_text().strip() == f"iter_{stopped}.pth"
+    assert f"iteration {stopped}; checkpoint saved to" in (work / "log.txt").read_text()
+
+
+@needs_gloo
+@pytest.mark.timeout(150)
+def test_sigterm_to_torchrun_stops_both_ranks_at_one_iteration(tmp_path):
+    proc = _start_slow_job(tmp_path)
+    proc.send_signal(signal.SIGTERM)  # torchrun forwards it to both ranks
+    console = _finish(proc, tmp_path)
+    _check_stopped_together(tmp_path, proc.returncode, console)
+    assert "stopped by SIGTERM" in (tmp_path / "work_rank0" / "log.txt").read_text()
+
+
+@needs_gloo
+@pytest.mark.timeout(150)
+def test_sigterm_to_one_rank_stops_both_ranks_at_one_iteration(tmp_path):
+    """Only rank 1 is signalled: the stop flag is all-reduced, so rank 0 stops with it."""
+    proc = _start_slow_job(tmp_path)
+    os.kill(int((tmp_path / "started_rank1").read_text()), signal.SIGTERM)
+    console = _finish(proc, tmp_path)
+    _check_stopped_together(tmp_path, proc.returncode, console)
+    assert "stopped by a signal on another rank" in \
+        (tmp_path / "work_rank0" / "log.txt").read_text()
