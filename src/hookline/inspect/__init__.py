@@ -1,0 +1,45 @@
+"""hookline.inspect: PyTorch module and tensor hook tools.
+
+Every tool registers through torch's own hook APIs, keeps hookline handles,
+and is a context manager that removes every hook it added on exit::
+
+    >>> import torch
+    >>> from torch import nn
+    >>> from hookline.inspect import FeatureExtractor
+    >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    >>> with FeatureExtractor(net, ["1"]) as fx:
+    ...     _ = net(torch.randn(2, 4))
+    >>> fx.features["1"].shape, len(net[1]._forward_hooks)
+    (torch.Size([2, 8]), 0)
+"""
+
+from .activations import ActivationStats
+from .clipping import clip_gradients, edit_gradients
+from .features import FeatureExtractor
+from .gradients import GradientMonitor
+from .manager import HookManager
+from .model_summary import LayerRecord, ModelSummary
+from .plots import plot_activation_histograms, plot_feature_maps, plot_gradient_flow, plot_training_curves
+from .profiler import LayerProfiler, LayerTime
+from .summary import summary
+from .transforms import transform_inputs, transform_outputs
+
+__all__ = [
+    "HookManager",
+    "FeatureExtractor",
+    "summary",
+    "ModelSummary",
+    "LayerRecord",
+    "GradientMonitor",
+    "clip_gradients",
+    "edit_gradients",
+    "ActivationStats",
+    "LayerProfiler",
+    "LayerTime",
+    "transform_inputs",
+    "transform_outputs",
+    "plot_gradient_flow",
+    "plot_activation_histograms",
+    "plot_feature_maps",
+    "plot_training_curves",
+]

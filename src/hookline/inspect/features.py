@@ -1,0 +1,139 @@
+"""FeatureExtractor: keep the outputs of named layers during a forward pass.
+
+Example::
+
+    >>> import torch
+    >>> from torch import nn
+    >>> from hookline.inspect import FeatureExtractor
+    >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    >>> with FeatureExtractor(net, ["0", "1"]) as fx:
+    ...     out = net(torch.randn(3, 4))
+    >>> fx.features["1"].shape, fx.features["1"].requires_grad
+    (torch.Size([3, 8]), False)
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from hookline.core import ConfigError
+
+from ._resolve import resolve_name
+from ._tool import HookTool
+
+
+def map_tensors(value: Any, fn: Any) -> Any:
+    """Apply ``fn`` to every tensor in nested tuples, lists and dicts; other values pass through."""
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, tuple):
+        items = [map_tensors(v, fn) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    if isinstance(value, list):
+        return [map_tensors(v, fn) for v in value]
+    if isinstance(value, Mapping):
+        return {k: map_tensors(v, fn) for k, v in value.items()}
+    return value
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    found: list[torch.Tensor] = []
+    map_tensors(value, found.append)
+    return found
+
+
+class FeatureExtractor(HookTool):
+    """Stores the outputs of ``layers`` each time ``model`` runs forward.
+
+    Args:
+        model: the model.
+        layers: module names from ``model.named_modules()``, or a dict mapping
+            module names to the keys to store their outputs under.
+        detach: store ``output.detach()`` (the default), so no autograd graph
+            is kept alive. ``False`` keeps the graph, e.g. to backpropagate
+            from a feature.
+        to_cpu: move stored features to the CPU.
+        clone: store copies. Needed when a later in-place op (such as a
+            following ``ReLU(inplace=True)``) overwrites a layer's output;
+            without it, such a feature is reported by a ``RuntimeWarning``.
+
+    ``features`` holds the outputs of the most recent forward of ``model``
+    (a call of ``model`` clears it first): one value per layer, or a **list
+    with one value per call** when a layer ran several times in that forward
+    (a module reused in a loop, say). Tuple, list and dict outputs keep their
+    structure.
+
+    An unknown layer name is a :class:`~hookline.core.ConfigError` naming the
+    closest module names.
+    """
+
+    def __init__(self, model: nn.Module, layers: Iterable[str] | Mapping[str, str], *, detach: bool = True,
+                 to_cpu: bool = False, clone: bool = False) -> None:
+        super().__init__()
+        if not isinstance(model, nn.Module):
+            raise ConfigError(f"FeatureExtractor expects an nn.Module, got {type(model).__name__}")
+        if isinstance(layers, str):
+            layers = [layers]
+        keys = dict(layers) if isinstance(layers, Mapping) else {name: name for name in layers}
+        if not keys:
+            raise ConfigError("FeatureExtractor needs at least one layer name")
+        modules = {name: resolve_name(model, name) for name in keys}  # all names checked before hooking
+        self.model = model
+        self.layers = list(keys.values())
+        self.detach, self.to_cpu, self.clone = detach, to_cpu, clone
+        self.features: dict[str, Any] = {}
+        self.calls: dict[str, int] = {}
+        self._versions: list[tuple[str, torch.Tensor, int]] = []
+        self._hook_module(model, self._start, "forward_pre", "model", prepend=True)
+        for name, module in modules.items():
+            self._hook_module(module, self._recorder(keys[name]), "forward", name)
+        self._hook_module(model, self._finish, "forward", "model")
+
+    def _start(self, module: nn.Module, args: Any) -> None:
+        self.features = {}
+        self.calls = {}
+        self._versions = []
+
+    def _prepare(self, tensor: torch.Tensor) -> torch.Tensor:
+        out = tensor.detach() if self.detach else tensor
+        if self.to_cpu:
+            out = out.to("cpu")
+        if self.clone and out.device == tensor.device:  # a device move is already a copy
+            out = out.clone()
+        return out
+
+    def _recorder(self, key: str):
+        def record(module: nn.Module, args: Any, output: Any) -> None:
+            value = map_tensors(output, self._prepare)
+            if not self.clone:
+                self._versions.extend((key, t, t._version) for t in _tensors(value))
+            calls = self.calls.get(key, 0) + 1
+            self.calls[key] = calls
+            if calls == 1:
+                self.features[key] = value
+            elif calls == 2:
+                self.features[key] = [self.features[key], value]
+            else:
+                self.features[key].append(value)
+        return record
+
+    def _finish(self, module: nn.Module, args: Any, output: Any) -> None:
+        changed = sorted({key for key, t, version in self._versions if t._version != version})
+        self._versions = []
+        if changed:
+            warnings.warn(f"FeatureExtractor: feature(s) {', '.join(changed)} were modified in place after "
+                          "they were recorded (e.g. by a following ReLU(inplace=True)), so they no longer "
+                          "hold the layer's output; pass clone=True to keep copies",
+                          RuntimeWarning, stacklevel=2)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Run ``model(*args, **kwargs)``; return ``(output, features)`` of that forward."""
+        if not self.attached:
+            raise RuntimeError("this FeatureExtractor was removed; build a new one to extract again")
+        output = self.model(*args, **kwargs)
+        return output, dict(self.features)

@@ -1,0 +1,184 @@
+"""ModelSummary and LayerRecord: what :func:`hookline.inspect.summary` returns, and its table.
+
+Example::
+
+    >>> from torch import nn
+    >>> from hookline.inspect import summary
+    >>> s = summary(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), input_size=(2, 4))
+    >>> s.total_params, s.total_flops, [layer.name for layer in s.layers]
+    (40, 128, ['', '0', '1'])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+_DASH = "--"
+
+
+@dataclass
+class LayerRecord:
+    """One row of a summary: one call of a module (or a container that has no forward call).
+
+    Attributes:
+        name: the module's name in ``named_modules()`` (``""`` for the model).
+        type_name: the module's class name.
+        depth: the row's depth in the call tree (the model is 0).
+        output_shape: the output's shape as a list of ints, a list of those for
+            several tensors, or None (no tensor output, or a container row).
+        params: parameters of the module and its children (each tensor once).
+        trainable_params: those of ``params`` that require grad.
+        own_params: parameters held by the module itself, not its children.
+        own_trainable: those of ``own_params`` that require grad.
+        flops: FLOPs of this call including its children (``FlopCounterMode``: 2 per multiply-add).
+        output_bytes: bytes of the output tensors that are new memory (not views or in-place results).
+        reused: the module already ran earlier in this forward (a shared module).
+        container: a module that never ran itself (ModuleList, ModuleDict) but whose children did.
+        has_children: the module has submodules.
+    """
+
+    name: str
+    type_name: str
+    depth: int
+    output_shape: Any = None
+    params: int = 0
+    trainable_params: int = 0
+    own_params: int = 0
+    own_trainable: int = 0
+    flops: int = 0
+    output_bytes: int = 0
+    reused: bool = False
+    container: bool = False
+    has_children: bool = False
+    parent: LayerRecord | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates: ``flops // 2``."""
+        return self.flops // 2
+
+    @property
+    def label(self) -> str:
+        """The last part of the name and the type, e.g. ``conv1 (Conv2d)``."""
+        short = self.name.rsplit(".", 1)[-1]
+        return f"{short} ({self.type_name})" if short else self.type_name
+
+
+def readable(num: float, unit: str = "") -> str:
+    """``1234567`` -> ``"1.23 M"`` (K, M, G, T)."""
+    for suffix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(num) >= scale:
+            return f"{num / scale:.2f} {suffix}{unit}"
+    return f"{num:g} {unit}".rstrip()
+
+
+def _shape_text(shape: Any, limit: int = 36) -> str:
+    if shape is None:
+        return _DASH
+    several = bool(shape) and isinstance(shape[0], list)
+    text = ", ".join(str(s) for s in shape) if several else str(shape)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _num(n: int) -> str:
+    return f"{n:,}" if n else _DASH
+
+
+@dataclass
+class ModelSummary:
+    """The result of :func:`~hookline.inspect.summary`; ``str()`` gives the table.
+
+    Attributes:
+        model_name: the model's class name.
+        layers: the rows of the table (records down to ``depth``), in call order.
+        total_params: parameters of the model, each tensor counted once (tied
+            or shared weights included once).
+        trainable_params: those that require grad.
+        total_flops: FLOPs of the whole forward (``FlopCounterMode``, 2 per
+            multiply-add; includes functional ops such as matmul and attention).
+        param_bytes: bytes of the parameters.
+        input_bytes: bytes of the inputs.
+        activation_bytes: an estimate of activation memory: the bytes of every
+            output of a leaf module in one forward that is new memory (views and
+            in-place results are not counted twice). Training keeps roughly this
+            much alive for backward.
+        depth: the depth the table shows.
+    """
+
+    model_name: str
+    layers: list[LayerRecord]
+    total_params: int
+    trainable_params: int
+    total_flops: int
+    param_bytes: int
+    input_bytes: int
+    activation_bytes: int
+    depth: int
+    all_layers: list[LayerRecord] = field(default_factory=list, repr=False)
+
+    @property
+    def total_macs(self) -> int:
+        """Multiply-accumulates of the forward: ``total_flops // 2``."""
+        return self.total_flops // 2
+
+    @property
+    def non_trainable_params(self) -> int:
+        return self.total_params - self.trainable_params
+
+    @property
+    def total_bytes(self) -> int:
+        """Input, activation-estimate and parameter bytes together."""
+        return self.input_bytes + self.activation_bytes + self.param_bytes
+
+    @staticmethod
+    def _param_cells(row: LayerRecord, expanded: bool) -> tuple[str, str]:
+        if row.reused and row.params:
+            return "(reused)", "(reused)"
+        if expanded:  # its children have rows of their own: show what it holds itself
+            return _num(row.own_params), _num(row.own_trainable)
+        return _num(row.params), _num(row.trainable_params)
+
+    def table(self, ascii_only: bool = False) -> str:
+        """The summary as text, like torchinfo's."""
+        shown_parents = {id(r.parent) for r in self.layers if r.parent is not None}
+        branch, last = ("|-", "`-") if ascii_only else ("├─", "└─")
+        pipe = "| " if ascii_only else "│ "
+        header = ("Layer (name (type))", "Output Shape", "Param #", "Trainable #", "FLOPs")
+        rows = []
+        for row in self.layers:
+            indent = (pipe + "   ") * max(row.depth - 1, 0) + (branch if row.depth == 1 else last)
+            params, trainable = self._param_cells(row, id(row) in shown_parents)
+            rows.append((
+                (indent if row.depth else "") + row.label,
+                _shape_text(row.output_shape),
+                params,
+                trainable,
+                _num(row.flops),
+            ))
+        widths = [max(len(h), *(len(r[i]) for r in rows)) + 2 for i, h in enumerate(header)]
+        widths[0] = max(widths[0], 40)
+
+        def line(cells: tuple[str, ...]) -> str:
+            first = cells[0].ljust(widths[0])
+            rest = "".join(c.rjust(w) for c, w in zip(cells[1:], widths[1:]))
+            return (first + rest).rstrip()
+
+        rule = "=" * sum(widths)
+        mb = 1e6
+        parts = [rule, line(header), rule, *(line(r) for r in rows), rule,
+                 f"Total params: {self.total_params:,}",
+                 f"Trainable params: {self.trainable_params:,}",
+                 f"Non-trainable params: {self.non_trainable_params:,}",
+                 f"Total FLOPs: {self.total_flops:,} ({readable(self.total_flops, 'FLOPs')}, "
+                 f"{readable(self.total_macs, 'MACs')})",
+                 rule,
+                 f"Input size (MB): {self.input_bytes / mb:.2f}",
+                 f"Forward activations, estimate (MB): {self.activation_bytes / mb:.2f}",
+                 f"Params size (MB): {self.param_bytes / mb:.2f}",
+                 f"Estimated total size (MB): {self.total_bytes / mb:.2f}",
+                 rule]
+        return "\n".join(parts)
+
+    def __str__(self) -> str:
+        return self.table()

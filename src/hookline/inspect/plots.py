@@ -1,0 +1,252 @@
+"""PNG plots: gradient flow, activation histograms, feature maps, training curves.
+
+Every function builds a ``matplotlib.figure.Figure`` on the Agg canvas (never
+``pyplot``, so no global figure state and no GUI backend), returns it, and
+writes a PNG when ``path`` is given.
+
+Example::
+
+    >>> import torch
+    >>> from hookline.inspect import plot_feature_maps
+    >>> fig = plot_feature_maps(torch.randn(1, 8, 6, 6))
+    >>> len(fig.axes)
+    8
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from torch import nn
+
+from hookline.core import ConfigError
+
+from .activations import ActivationStats
+from .gradients import GradientMonitor
+
+_ALERT_COLOR, _COLOR, _MAX_COLOR = "#d62728", "#1f77b4", "#ff7f0e"
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """A Figure with its own Agg canvas."""
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save(fig: Figure, path: str | os.PathLike | None) -> Figure:
+    """Write ``fig`` as PNG to ``path`` (creating folders) when a path is given; return ``fig``."""
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, format="png", dpi=100)
+    return fig
+
+
+def _grid(count: int, cols: int) -> tuple[int, int]:
+    cols = max(1, min(cols, count))
+    return math.ceil(count / cols), cols
+
+
+def _gradient_values(source: Any) -> tuple[dict[str, float], dict[str, float], set[str], Any]:
+    """(norm per name, max |g| per name, names with an alert, monitor or None)."""
+    if isinstance(source, GradientMonitor):
+        report = source.report()
+        flagged = {name for step, name, _kind in source.alerts if report.get(name, {}).get("step") == step}
+        return ({n: s["norm"] for n, s in report.items()}, {n: s["max"] for n, s in report.items()},
+                flagged, source)
+    if isinstance(source, nn.Module):
+        norms, maxes = {}, {}
+        for name, param in source.named_parameters():
+            if param.grad is not None:
+                g = param.grad.detach().float()
+                norms[name], maxes[name] = float(torch.linalg.vector_norm(g)), float(g.abs().max())
+        return norms, maxes, set(), None
+    if isinstance(source, Mapping):
+        norms = {n: float(v["norm"] if isinstance(v, Mapping) else v) for n, v in source.items()}
+        maxes = {n: float(v["max"]) for n, v in source.items() if isinstance(v, Mapping) and "max" in v}
+        return norms, maxes, set(), None
+    raise ConfigError(f"plot_gradient_flow expects a GradientMonitor, a module with gradients or a dict "
+                      f"of norms, got {type(source).__name__}")
+
+
+def plot_gradient_flow(source: Any, path: str | os.PathLike | None = None, *,
+                       title: str = "Gradient flow") -> Figure:
+    """Bar chart of the gradient norm of each parameter (log scale), with max |g| as markers.
+
+    ``source`` is a :class:`GradientMonitor` (latest step; alerts in red and
+    its thresholds drawn), a module whose ``.grad`` are set, or a dict
+    ``{name: norm}`` / ``{name: {"norm": ..., "max": ...}}``.
+    """
+    norms, maxes, flagged, monitor = _gradient_values(source)
+    if not norms:
+        raise ConfigError("no gradients to plot: run a backward pass first")
+    names = list(norms)
+    finite = [v for v in [*norms.values(), *maxes.values()] if math.isfinite(v) and v > 0]
+    floor = min(finite) / 10 if finite else 1e-12
+    top = max(finite) * 10 if finite else 1.0
+    heights, colors = [], []
+    for name in names:
+        value = norms[name]
+        bad = name in flagged or not math.isfinite(value) or value <= 0
+        heights.append(top if not math.isfinite(value) else max(value, floor))
+        colors.append(_ALERT_COLOR if bad else _COLOR)
+    fig = new_figure(max(7.0, 0.35 * len(names) + 3), 4.5)
+    ax = fig.add_subplot()
+    ax.bar(range(len(names)), heights, color=colors, label="norm")
+    for i, name in enumerate(names):
+        value = norms[name]
+        if not math.isfinite(value) or value <= 0:  # drawn at the edge of the axis: say what it is
+            ax.text(i, heights[i], f"{value:g}", ha="center", va="bottom", fontsize=8, color=_ALERT_COLOR)
+    if maxes:
+        xs = [i for i, n in enumerate(names) if n in maxes and math.isfinite(maxes[n])]
+        ax.scatter(xs, [max(maxes[names[i]], floor) for i in xs], color=_MAX_COLOR, marker="_", s=120,
+                   zorder=3, label="max |g|")
+    if monitor is not None:
+        ax.axhline(monitor.vanish, color="gray", linestyle=":", linewidth=1,
+                   label=f"vanish {monitor.vanish:g}")
+        ax.axhline(monitor.explode, color="gray", linestyle="--", linewidth=1,
+                   label=f"explode {monitor.explode:g}")
+    ax.set_yscale("log")
+    ax.set_ylim(floor / 2 if monitor is None else min(floor, monitor.vanish) / 2,
+                top * 2 if monitor is None else max(top, monitor.explode) * 2)
+    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+    ax.set_ylabel("gradient")
+    step = f" (step {monitor.step - 1})" if monitor is not None else ""
+    ax.set_title(title + step + (f", {len(flagged)} alert(s) in red" if flagged else ""))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return save(fig, path)
+
+
+def plot_activation_histograms(stats: ActivationStats | Mapping[str, torch.Tensor],
+                               path: str | os.PathLike | None = None, *, bins: int = 50,
+                               cols: int = 4) -> Figure:
+    """One histogram per activation layer, titled with its dead (and saturated) ratio.
+
+    ``stats`` is an :class:`ActivationStats` (its latest samples) or a dict
+    ``{name: tensor}``.
+    """
+    if isinstance(stats, ActivationStats):
+        report = stats.report()
+        samples = {n: stats.sample(n) for n in report}
+    elif isinstance(stats, Mapping):
+        report = {}
+        samples = {n: torch.as_tensor(v).detach().float().reshape(-1).cpu() for n, v in stats.items()}
+    else:
+        raise ConfigError(f"expected ActivationStats or a dict of tensors, got {type(stats).__name__}")
+    samples = {n: v for n, v in samples.items() if v.numel()}
+    if not samples:
+        raise ConfigError("no activations to plot: run a forward pass first")
+    rows, ncols = _grid(len(samples), cols)
+    fig = new_figure(3.2 * ncols, 2.6 * rows)
+    for i, (name, values) in enumerate(samples.items()):
+        ax = fig.add_subplot(rows, ncols, i + 1)
+        values = values[torch.isfinite(values)]
+        ax.hist(values.numpy(), bins=bins, color=_COLOR)
+        info = report.get(name)
+        label = name
+        if info:
+            label += f"\ndead {info['dead']:.0%}"
+            if info["saturated"] is not None:
+                label += f", saturated {info['saturated']:.0%}"
+        ax.set_title(label, fontsize=8)
+        ax.tick_params(labelsize=7)
+    return save(fig, path)
+
+
+def plot_feature_maps(feature: torch.Tensor, path: str | os.PathLike | None = None, *, max_maps: int = 32,
+                      cols: int = 8, title: str | None = None) -> Figure:
+    """A grid of the channels of a conv output (first sample of ``[N, C, H, W]``, or ``[C, H, W]``)."""
+    if isinstance(feature, (list, tuple)) and feature and isinstance(feature[0], torch.Tensor):
+        feature = feature[0]  # several calls: the first
+    if not isinstance(feature, torch.Tensor) or feature.dim() not in (2, 3, 4):
+        raise ConfigError("plot_feature_maps expects a tensor of shape [N, C, H, W], [C, H, W] or [H, W], "
+                          f"got {getattr(feature, 'shape', type(feature).__name__)}")
+    maps = feature.detach().float().cpu()
+    maps = maps[0] if maps.dim() == 4 else maps
+    maps = maps.unsqueeze(0) if maps.dim() == 2 else maps
+    maps = maps[:max_maps]
+    rows, ncols = _grid(len(maps), cols)
+    fig = new_figure(1.4 * ncols + 0.4, 1.4 * rows + (0.4 if title else 0.1))
+    for i, image in enumerate(maps):
+        ax = fig.add_subplot(rows, ncols, i + 1)
+        ax.imshow(image.numpy(), cmap="viridis", interpolation="nearest")
+        ax.set_title(str(i), fontsize=7)
+        ax.axis("off")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return save(fig, path)
+
+
+def read_metrics(metrics: str | os.PathLike | Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The records of a ``metrics.jsonl`` file (one JSON object per line), or the given dicts."""
+    if isinstance(metrics, (str, os.PathLike)):
+        path = Path(metrics)
+        if not path.is_file():
+            raise ConfigError(f"metrics file {str(path)!r} does not exist")
+        records = []
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ConfigError(f"{path}:{number} is not valid JSON: {err.msg}") from None
+                if not isinstance(record, dict):
+                    raise ConfigError(f"{path}:{number} is not a JSON object")
+                records.append(record)
+        return records
+    return [dict(r) for r in metrics]
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def plot_training_curves(metrics: str | os.PathLike | Iterable[Mapping[str, Any]],
+                         path: str | os.PathLike | None = None, *, x: str = "iter",
+                         exclude: Iterable[str] = ("epoch",), cols: int = 3) -> Figure:
+    """Every numeric key of a run's ``metrics.jsonl`` against ``x``, train and val drawn separately.
+
+    Records are split by their ``"mode"`` (``"train"``, ``"val"`` ...). A
+    record without ``x`` (a validation record that only has ``"epoch"``,
+    say) is placed at the last ``x`` seen before it.
+    """
+    records = read_metrics(metrics)
+    skip = {x, "mode", *exclude}
+    series: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
+    last_x: float = 0
+    for index, record in enumerate(records):
+        if _number(record.get(x)):
+            last_x = record[x]
+        position = record[x] if _number(record.get(x)) else (last_x if index else 0)
+        mode = str(record.get("mode", "train"))
+        for key, value in record.items():
+            if key not in skip and _number(value):
+                xs, ys = series.setdefault(key, {}).setdefault(mode, ([], []))
+                xs.append(position)
+                ys.append(value)
+    if not series:
+        raise ConfigError("no numeric metrics to plot")
+    rows, ncols = _grid(len(series), cols)
+    fig = new_figure(4.2 * ncols, 3.0 * rows)
+    styles = {"train": {"color": _COLOR, "linewidth": 1.2}, "val": {"color": _ALERT_COLOR, "marker": "o",
+                                                                   "markersize": 4, "linewidth": 1.5}}
+    for i, (key, by_mode) in enumerate(series.items()):
+        ax = fig.add_subplot(rows, ncols, i + 1)
+        for mode, (xs, ys) in by_mode.items():
+            ax.plot(xs, ys, label=mode, **styles.get(mode, {"marker": "."}))
+        ax.set_title(key, fontsize=9)
+        ax.set_xlabel(x, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return save(fig, path)

@@ -1,0 +1,180 @@
+"""LayerProfiler: forward time per leaf module, from forward pre-hooks and forward hooks.
+
+On the CPU each call is timed with ``time.perf_counter``. On CUDA a pair of
+CUDA events is recorded around each call and read when you ask for the
+report, so profiling adds no synchronisation to the forward pass
+(``synchronize=True`` synchronises around each call instead: slower, but
+robust with several streams). The model's own forward is timed the same way,
+so the table shows how much of it the layers account for (the rest is
+functional code between layers, such as ``torch.flatten`` or ``x + y``).
+
+Example::
+
+    >>> import torch
+    >>> from torch import nn
+    >>> from hookline.inspect import LayerProfiler
+    >>> net = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+    >>> with LayerProfiler(net) as prof:
+    ...     for _ in range(3):
+    ...         _ = net(torch.randn(32, 64))
+    >>> sorted(t.name for t in prof.report()), [t.calls for t in prof.report()]
+    (['0', '1', '2'], [3, 3, 3])
+    >>> print(prof.table())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from hookline.core import ConfigError
+
+from ._format import text_table
+from ._tool import HookTool
+
+_MODEL = "\0model"  # key of the model's own forward
+_PENDING_LIMIT = 10_000
+
+
+@dataclass
+class LayerTime:
+    """Forward time of one module over all its calls."""
+
+    name: str
+    type_name: str
+    calls: int
+    total_ms: float
+    percent: float = 0.0  # share of the model's measured forward time
+
+    @property
+    def mean_ms(self) -> float:
+        return self.total_ms / self.calls if self.calls else 0.0
+
+
+class LayerProfiler(HookTool):
+    """Times every leaf module's forward (or every module of ``types``), aggregated over calls.
+
+    Args:
+        model: the model.
+        types: time the modules of these classes instead of the leaves.
+        device: ``"cuda"`` times with CUDA events; default: the device of the
+            model's first parameter.
+        synchronize: on CUDA, synchronise around each call instead of using events.
+    """
+
+    def __init__(self, model: nn.Module, *, types: Sequence[type[nn.Module]] | None = None,
+                 device: torch.device | str | None = None, synchronize: bool = False) -> None:
+        super().__init__()
+        if not isinstance(model, nn.Module):
+            raise ConfigError(f"LayerProfiler expects an nn.Module, got {type(model).__name__}")
+        if types is None:
+            targets = [(n, m) for n, m in model.named_modules() if next(m.children(), None) is None]
+        else:
+            targets = [(n, m) for n, m in model.named_modules() if isinstance(m, tuple(types))]
+            if not targets:
+                raise ConfigError(f"{type(model).__name__} has no module of types {types!r}")
+        if device is None:
+            first = next(iter(model.parameters()), None)
+            device = first.device if first is not None else "cpu"
+        self.device = torch.device(device)
+        self._events = self.device.type == "cuda" and not synchronize
+        self._sync = self.device.type == "cuda" and synchronize
+        self.model = model
+        self._types = {n or type(model).__name__: type(m).__name__ for n, m in targets}
+        self._totals: dict[str, list[float]] = {}  # name -> [calls, seconds]
+        self._starts: dict[str, list[Any]] = {}
+        self._pending: list[tuple[str, Any, Any]] = []
+        self._hook_module(model, self._starter(_MODEL), "forward_pre", "model", prepend=True)
+        for name, module in targets:
+            label = name or type(model).__name__
+            self._hook_module(module, self._starter(label), "forward_pre", label)
+            self._hook_module(module, self._stopper(label), "forward", label)
+        self._hook_module(model, self._stopper(_MODEL), "forward", "model")
+
+    def _now(self) -> Any:
+        if self._events:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        if self._sync:
+            torch.cuda.synchronize(self.device)
+        return time.perf_counter()
+
+    def _starter(self, name: str):
+        def start(module: nn.Module, args: Any) -> None:
+            self._starts.setdefault(name, []).append(self._now())
+        return start
+
+    def _stopper(self, name: str):
+        def stop(module: nn.Module, args: Any, output: Any) -> None:
+            end = self._now()
+            starts = self._starts.get(name)
+            if not starts:
+                return
+            start = starts.pop()
+            if self._events:
+                self._pending.append((name, start, end))
+                if len(self._pending) >= _PENDING_LIMIT:
+                    self._flush()
+            else:
+                self._add(name, end - start)
+        return stop
+
+    def _add(self, name: str, seconds: float) -> None:
+        total = self._totals.setdefault(name, [0, 0.0])
+        total[0] += 1
+        total[1] += seconds
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if pending:
+            torch.cuda.synchronize(self.device)
+        for name, start, end in pending:
+            self._add(name, start.elapsed_time(end) / 1000.0)
+
+    @property
+    def forward_ms(self) -> float:
+        """Total measured time of the model's own forward calls."""
+        self._flush()
+        return self._totals.get(_MODEL, [0, 0.0])[1] * 1000.0
+
+    @property
+    def forward_calls(self) -> int:
+        self._flush()
+        return int(self._totals.get(_MODEL, [0, 0.0])[0])
+
+    @property
+    def layers_ms(self) -> float:
+        """Sum of the times of the profiled modules."""
+        return sum(t.total_ms for t in self.report())
+
+    def report(self) -> list[LayerTime]:
+        """One :class:`LayerTime` per module that ran, slowest (by total time) first."""
+        self._flush()
+        forward = self._totals.get(_MODEL, [0, 0.0])[1]
+        times = [LayerTime(name, self._types[name], int(calls), seconds * 1000.0,
+                           100.0 * seconds / forward if forward else 0.0)
+                 for name, (calls, seconds) in self._totals.items() if name != _MODEL]
+        return sorted(times, key=lambda t: t.total_ms, reverse=True)
+
+    def reset(self) -> None:
+        """Forget the times measured so far."""
+        self._flush()
+        self._totals.clear()
+
+    def table(self) -> str:
+        """``report()`` as a text table, with the model's forward time and the layers' share of it."""
+        times = self.report()
+        rows = [[t.name, t.type_name, t.calls, t.total_ms, t.mean_ms, f"{t.percent:.1f}%"] for t in times]
+        layers = sum(t.total_ms for t in times)
+        forward = self.forward_ms
+        share = f" ({100.0 * layers / forward:.1f}%)" if forward else ""
+        title = (f"forward time per layer: layers {layers:.3f} ms{share} of model forward {forward:.3f} ms "
+                 f"over {self.forward_calls} call(s)")
+        header = ["layer", "type", "calls", "total ms", "mean ms", "% of forward"]
+        return text_table(header, rows, title=title)

@@ -1,0 +1,89 @@
+"""ActivationStats: exact statistics, in-place activations, saturation, calls."""
+
+import pytest
+import torch
+from torch import nn
+
+from hookline.core import ConfigError
+from hookline.inspect import ActivationStats
+
+from .models import SmallResNet, hook_state
+
+
+def _reference(outputs):
+    y = torch.cat([o.detach().reshape(-1) for o in outputs]).double()
+    return {"mean": float(y.mean()), "std": float(y.std(correction=0)), "min": float(y.min()),
+            "max": float(y.max()), "dead": float((y == 0).double().mean())}
+
+
+def test_statistics_match_the_outputs_over_several_calls():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(6, 20), nn.ReLU(), nn.Linear(20, 3), nn.Tanh())
+    xs = [torch.randn(5, 6), torch.randn(7, 6)]
+    with ActivationStats(net) as stats:
+        for x in xs:
+            net(x)
+    report = stats.report()
+    assert list(report) == ["1", "3"]
+    relu_outputs = [torch.relu(net[0](x)) for x in xs]
+    expected = _reference(relu_outputs)
+    assert report["1"]["calls"] == 2
+    for key, value in expected.items():
+        assert report["1"][key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
+    assert report["1"]["saturated"] is None and report["3"]["saturated"] is not None
+    assert stats.sample("1").numel() == sum(o.numel() for o in relu_outputs[-1:])
+
+
+def test_in_place_relu_gives_the_same_statistics_and_backward_still_works():
+    torch.manual_seed(0)
+    model = SmallResNet().train()
+    twin = SmallResNet().train()
+    twin.load_state_dict(model.state_dict())
+    for module in twin.modules():
+        if isinstance(module, nn.ReLU):
+            module.inplace = False
+    x = torch.randn(4, 3, 8, 8)
+    before = hook_state(model)
+    with ActivationStats(model) as inplace_stats, ActivationStats(twin) as plain_stats:
+        model(x).sum().backward()   # no full backward hook: in-place ReLUs keep working
+        twin(x).sum().backward()
+    assert hook_state(model) == before
+    a, b = inplace_stats.report(), plain_stats.report()
+    assert list(a) == list(b) and len(a) == 7  # the stem's ReLU and one per block, called twice
+    assert a["relu"]["calls"] == 1 and a["layer2.1.relu"]["calls"] == 2
+    for name in a:
+        for key in ("calls", "mean", "std", "min", "max", "dead"):
+            assert a[name][key] == pytest.approx(b[name][key], rel=1e-5, abs=1e-7), (name, key)
+    assert 0 < a["relu"]["dead"] < 1
+
+
+def test_dead_ratio_counts_exact_zeros():
+    net = nn.Sequential(nn.ReLU())
+    with ActivationStats(net) as stats:
+        net(torch.tensor([-1.0, 0.0, 2.0, 3.0]))
+    assert stats.report()["0"]["dead"] == 0.5
+
+
+def test_saturation_of_bounded_activations():
+    net = nn.Sequential(nn.Sigmoid(), nn.Identity())
+    net2 = nn.Sequential(nn.Hardtanh(-2.0, 2.0))
+    x = torch.tensor([-10.0, -0.1, 0.0, 0.1, 10.0])
+    with ActivationStats(net, saturation=0.01) as stats, ActivationStats(net2) as stats2:
+        net(x)
+        net2(torch.tensor([-3.0, -1.99, 0.0, 1.0]))
+    assert stats.report()["0"]["saturated"] == pytest.approx(2 / 5)
+    assert stats2.report()["0"]["saturated"] == pytest.approx(2 / 4)
+
+
+def test_custom_types_reset_table_and_errors():
+    net = nn.Sequential(nn.Linear(3, 3), nn.GELU())
+    with ActivationStats(net, types=[nn.Linear]) as stats:
+        net(torch.randn(2, 3))
+    assert list(stats.report()) == ["0"]
+    assert "layer" in stats.table() and "dead" in stats.table()
+    stats.reset()
+    assert stats.report() == {}
+    with pytest.raises(ConfigError, match="no module of types ReLU.*present: Linear, Sequential"):
+        ActivationStats(nn.Sequential(nn.Linear(2, 2)), types=[nn.ReLU])
+    with pytest.raises(ConfigError, match="unknown activation layer"):
+        ActivationStats(net).sample("7")
