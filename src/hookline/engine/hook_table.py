@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from typing import Any
+from typing import Any, NamedTuple
 
 from hookline.core import HookError, HookHandle, Priority
 from hookline.core.errors import ConfigError
@@ -53,8 +53,8 @@ class HookTable:
         self._entries: list[_Entry] = []
         self._seq = 0
         self.stages: dict[str, tuple] = {stage: () for stage in STAGES}
-        #: (hook class name, stage) -> [calls, total seconds]; None when not profiling
-        self.profile: dict[tuple[str, str], list] | None = None
+        #: (id(hook), stage) -> [hook, calls, total seconds]; None when not profiling
+        self.profile: dict[tuple[int, str], list] | None = None
 
     # -- membership ---------------------------------------------------------------
     def add(self, hook: Hook, priority: Any = None, *, is_default: bool = False,
@@ -117,6 +117,7 @@ class HookTable:
 
     def _call_profiled(self, runner: Any, stage: str, methods: tuple, kwargs: dict) -> None:
         clock = time.perf_counter
+        profile = self.profile
         for method in methods:
             start = clock()
             try:
@@ -126,9 +127,13 @@ class HookTable:
             except Exception as exc:
                 raise HookError(method.__self__, stage, exc) from exc
             finally:
-                record = self.profile[(type(method.__self__).__name__, stage)]
-                record[0] += 1
-                record[1] += clock() - start
+                elapsed = clock() - start
+                hook = method.__self__
+                record = profile.get((id(hook), stage))
+                if record is None:
+                    record = profile[(id(hook), stage)] = [hook, 0, 0.0]
+                record[1] += 1
+                record[2] += elapsed
 
     def call_on_exception(self, runner: Any, exception: BaseException,
                           logger: logging.Logger) -> None:
@@ -140,8 +145,35 @@ class HookTable:
                 logger.exception("on_exception hook %s failed", type(method.__self__).__name__)
 
     def start_profiling(self) -> None:
-        """Time every hook call from now on (off by default: then it costs nothing)."""
-        self.profile = defaultdict(lambda: [0, 0.0])
+        """Count and time every hook call from now on (restarting from zero).
+
+        Off by default, and then it costs one ``is not None`` check per stage
+        call. Read the result with :meth:`profile_report` (``Runner.hook_profile()``).
+        """
+        self.profile = {}
+
+    def stop_profiling(self) -> None:
+        """Stop timing hook calls and forget what was recorded."""
+        self.profile = None
+
+    def profile_report(self) -> HookProfile:
+        """Calls and total seconds per (hook, stage) since :meth:`start_profiling`,
+        slowest first; empty when profiling is off."""
+        if self.profile is None:
+            return HookProfile([], enabled=False)
+        records = list(self.profile.values())
+        labels: dict[int, str] = {}
+        seen: dict[str, int] = defaultdict(int)
+        for hook in [e.hook for e in self._entries] + [r[0] for r in records]:
+            if id(hook) in labels:
+                continue
+            name = type(hook).__name__
+            seen[name] += 1
+            labels[id(hook)] = name if seen[name] == 1 else f"{name}.{seen[name]}"
+        rows = [HookTiming(labels[id(hook)], stage, calls, seconds)
+                for (_, stage), (hook, calls, seconds) in self.profile.items()]
+        rows.sort(key=lambda row: (-row.total_s, row.hook, STAGES.index(row.stage)))
+        return HookProfile(rows)
 
     # -- reporting ---------------------------------------------------------------------
     def table(self) -> str:
@@ -162,3 +194,73 @@ class HookTable:
             return Priority(level).name
         except ValueError:
             return str(level)
+
+
+class HookTiming(NamedTuple):
+    """One row of a hook profile: ``hook`` (class name, ``.2`` for a second
+    instance of a class) spent ``total_s`` seconds in ``calls`` calls of ``stage``."""
+
+    hook: str
+    stage: str
+    calls: int
+    total_s: float
+
+    @property
+    def mean_s(self) -> float:
+        return self.total_s / self.calls if self.calls else 0.0
+
+
+class HookProfile(list):
+    """Per hook and stage: calls and time, slowest first (a list of :class:`HookTiming`).
+
+    ``str(profile)`` is a table; :meth:`as_dict` gives ``{hook: {stage: (calls, seconds)}}``.
+
+    Example::
+
+        >>> from hookline.engine.hook_table import HookProfile, HookTiming
+        >>> profile = HookProfile([HookTiming("LoggerHook", "after_train_iter", 20, 0.004)])
+        >>> profile.as_dict()
+        {'LoggerHook': {'after_train_iter': (20, 0.004)}}
+        >>> print(profile)  # doctest: +NORMALIZE_WHITESPACE
+        hook        stage             calls  total ms  mean us  share
+        LoggerHook  after_train_iter     20     4.000    200.0  100.0%
+        total                            20     4.000
+    """
+
+    def __init__(self, rows: list[HookTiming] = (), *, enabled: bool = True) -> None:
+        super().__init__(rows)
+        self.enabled = enabled
+
+    @property
+    def total_s(self) -> float:
+        return sum(row.total_s for row in self)
+
+    def as_dict(self) -> dict[str, dict[str, tuple[int, float]]]:
+        out: dict[str, dict[str, tuple[int, float]]] = {}
+        for row in self:
+            out.setdefault(row.hook, {})[row.stage] = (row.calls, row.total_s)
+        return out
+
+    def table(self) -> str:
+        """The rows as an aligned text table with a total line."""
+        if not self:
+            return ("no hook calls recorded" if self.enabled else
+                    "hook profiling is off: call runner.hooks.start_profiling() before running")
+        total = self.total_s or 1.0
+        header = ("hook", "stage", "calls", "total ms", "mean us", "share")
+        body = [(r.hook, r.stage, str(r.calls), f"{r.total_s * 1e3:.3f}", f"{r.mean_s * 1e6:.1f}",
+                 f"{100 * r.total_s / total:.1f}%") for r in self]
+        body.append(("total", "", str(sum(r.calls for r in self)), f"{self.total_s * 1e3:.3f}",
+                     "", ""))
+        widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+        lines = []
+        for row in [header, *body]:
+            cells = [cell.ljust(w) if i < 2 else cell.rjust(w)
+                     for i, (cell, w) in enumerate(zip(row, widths))]
+            lines.append("  ".join(cells).rstrip())
+        return "\n".join(lines)
+
+    __str__ = table
+
+    def __repr__(self) -> str:
+        return f"HookProfile({list.__repr__(self)})"

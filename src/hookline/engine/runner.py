@@ -35,7 +35,7 @@ from .checkpoint import find_resumable, load_checkpoint_file, save_atomic, write
 from .data import build_dataloader
 from .evaluator import build_metrics
 from .hook import Hook
-from .hook_table import HookTable
+from .hook_table import HookProfile, HookTable
 from .logs import close_logger, make_logger
 from .message_hub import MessageHub
 from .registries import DATASETS, HOOKS, MODELS
@@ -185,6 +185,14 @@ class Runner:
     def hook_table(self) -> str:
         """The stage-by-hook call order, as text."""
         return self.hooks.table()
+
+    def hook_profile(self) -> HookProfile:
+        """Calls and seconds per hook and stage since ``runner.hooks.start_profiling()``.
+
+        A list of ``HookTiming(hook, stage, calls, total_s)``, slowest first;
+        ``print(runner.hook_profile())`` shows a table (see docs/logging.md).
+        """
+        return self.hooks.profile_report()
 
     def call_hook(self, stage: str, **kwargs: Any) -> None:
         """Call ``stage`` on the hooks that override it (MMEngine's name)."""

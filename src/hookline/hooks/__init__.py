@@ -12,8 +12,10 @@ from .iter_timer import IterTimerHook
 from .logger import LoggerHook, TextLoggerHook
 from .optimizer import OptimizerHook
 from .param_scheduler import ParamSchedulerHook
+from .profiler import ProfilerHook
 from .progress import ProgressBarHook
 from .sampler_seed import DistSamplerSeedHook
+from .tensorboard import TensorboardLoggerHook
 
 __all__ = [
     "CheckpointHook",
@@ -22,6 +24,8 @@ __all__ = [
     "LoggerHook",
     "OptimizerHook",
     "ParamSchedulerHook",
+    "ProfilerHook",
     "ProgressBarHook",
+    "TensorboardLoggerHook",
     "TextLoggerHook",
 ]

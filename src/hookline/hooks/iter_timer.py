@@ -19,7 +19,21 @@ from hookline.engine.registries import HOOKS
 @HOOKS.register()
 class IterTimerHook(Hook):
     """Records ``{mode}/time`` and ``{mode}/data_time`` in seconds (host wall clock,
-    no device sync) into ``runner.message_hub`` for the logger and the ETA."""
+    no device sync) into ``runner.message_hub`` for the loggers, in training,
+    validation and test loops.
+
+    ``data_time`` is the wait from the end of the previous iteration (or the
+    start of the epoch) until the batch is on the device; ``time`` is the whole
+    iteration up to this hook's ``after_*_iter``. Work queued on a GPU is not
+    waited for, so a single ``time`` can be short, but averaged over a log
+    interval it is the real pace. Stateless: nothing to checkpoint.
+
+    Example::
+
+        >>> from hookline import HOOKS
+        >>> HOOKS.build({"type": "IterTimerHook"}).priority
+        'NORMAL'
+    """
 
     priority = "NORMAL"
 

@@ -6,57 +6,196 @@ Example::
     >>> LoggerHook(interval=50).interval
     50
 
-A training line looks like::
+A training line looks like MMEngine's::
 
-    Epoch(train) [2][ 40/45]  lr: 1.0000e-02  eta: 0:00:03  time: 0.0051  data_time: 0.0004  loss: 0.2519
+    Epoch(train) [2][40/45]  lr: 1.000e-02  eta: 0:00:03  time: 0.0051  data_time: 0.0004  loss: 0.2519
 
 and each line of ``metrics.jsonl`` is one JSON object, e.g.
-``{"mode": "val", "epoch": 2, "iter": 90, "accuracy": 0.97, "loss": 0.11}``.
+``{"mode": "val", "epoch": 2, "iter": 90, "loss": 0.11, "accuracy": 0.97}``.
+
+The module also holds what every logging hook shares: :func:`log_window`
+(is this iteration a log step, and over how many iterations to average) and
+:func:`collect_scalars` (the smoothed scalars of one log step), used by
+:class:`~hookline.hooks.TensorboardLoggerHook` too.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import math
+import os
+import time
+from pathlib import Path
 from typing import Any
 
+import torch
+
+from hookline.core import ConfigError
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
-LOGGER_HOOK_NAMES = ("LoggerHook", "TextLoggerHook")
+#: where LoggerHook publishes its latest training record (ProgressBarHook shows it)
+LAST_RECORD_KEY = "log_record"
+_LAST = ("time", "data_time")
+
+
+def check_interval(owner: str, name: str, value: Any) -> int:
+    """``value`` when it is an int >= 1, else a :class:`ConfigError` naming ``owner.name``."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{owner} {name} must be an int >= 1, got {value!r}")
+    return value
+
+
+def log_window(runner, batch_idx: int, interval: int, by_epoch: bool = True,
+               ignore_last: bool = False) -> int | None:
+    """How many iterations to average over if this training iteration is a log step, else None.
+
+    A log step is every ``interval``-th iteration: of the epoch (``by_epoch``
+    in an epoch-based run, plus the last, shorter group of each epoch unless
+    ``ignore_last``) or of the whole run (plus the run's last iteration).
+    Called from ``after_train_iter``, before ``runner.iter`` advances.
+    """
+    if by_epoch and runner.max_epochs is not None:
+        done = batch_idx + 1
+        at_end = not ignore_last and done == len(runner.train_dataloader)
+    else:
+        done = runner.iter + 1
+        at_end = not ignore_last and done == total_train_iters(runner)
+    if done % interval == 0:
+        return interval
+    if at_end:
+        return (done - 1) % interval + 1
+    return None
+
+
+def _order(name: str) -> tuple[int, str]:
+    if name == "loss":
+        return (0, "")
+    if name in _LAST:
+        return (3, str(_LAST.index(name)))
+    return (1 if "loss" in name else 2, "")
+
+
+def collect_scalars(runner, mode: str = "train", count: int | None = None) -> dict[str, float]:
+    """The smoothed scalars of one log step: the mean of the last ``count``
+    values of each ``{mode}/<name>`` key of ``runner.message_hub``.
+
+    Keys come back without the prefix, ordered ``loss`` first, then other
+    losses, then everything else, then ``time`` and ``data_time``. Reading a
+    device tensor is a host sync, so call this at log steps only.
+
+    Example::
+
+        >>> from types import SimpleNamespace
+        >>> from hookline.engine.message_hub import MessageHub
+        >>> hub = MessageHub()
+        >>> for t, loss in ((0.5, 2.0), (0.25, 1.0)):
+        ...     hub.update_many("train", {"time": t, "acc": 0.5, "loss": loss})
+        >>> collect_scalars(SimpleNamespace(message_hub=hub), "train", count=2)
+        {'loss': 1.5, 'acc': 0.5, 'time': 0.375}
+    """
+    hub = runner.message_hub
+    prefix = f"{mode}/"
+    names = sorted((key[len(prefix):] for key in hub.keys(prefix)), key=_order)
+    return {name: hub.mean(prefix + name, count) for name in names}
+
+
+def current_lrs(runner) -> dict[str, float]:
+    """``{"lr": ...}`` of the first parameter group, plus ``lr_groupN`` for groups that differ."""
+    optimizer = getattr(runner, "optimizer", None)
+    if optimizer is None:
+        return {}
+    groups = optimizer.param_groups
+    lrs = {"lr": float(groups[0]["lr"])}
+    for i, group in enumerate(groups[1:], 1):
+        if float(group["lr"]) != lrs["lr"]:
+            lrs[f"lr_group{i}"] = float(group["lr"])
+    return lrs
+
+
+def total_train_iters(runner) -> int:
+    """Training iterations of the whole run."""
+    if runner.max_iters is not None:
+        return runner.max_iters
+    return runner.max_epochs * len(runner.train_dataloader)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}" if value == 0 or 1e-4 <= abs(value) < 1e5 or not math.isfinite(value) \
+            else f"{value:.4e}"
+    return str(value)
+
+
+def _json_safe(record: dict) -> dict:
+    """NaN and infinities become null, so every line is strict JSON."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in record.items()}
 
 
 @HOOKS.register()
 class LoggerHook(Hook):
     """Logs smoothed training scalars every ``interval`` iterations and the
-    validation/test metrics after each evaluation.
+    validation/test metrics after each evaluation, to the console, ``log.txt``
+    (through ``runner.logger``) and ``metrics.jsonl``.
 
-    Values are averaged over the last ``interval`` iterations; reading them is
-    the only host-device sync, once per ``interval``. Only the main process writes.
+    Training values are averaged over the iterations since the previous log
+    step; reading them is the only host-device sync, once per ``interval``.
+    The ETA is the average wall time per iteration since training (re)started
+    times the iterations left. Only the main process writes.
+
+    ``metrics.jsonl`` is appended to. When a run resumes, records the
+    interrupted run wrote *after* the checkpoint (iterations that will run
+    again) are dropped first, so the file reads as one run. NaN and infinite
+    values are written as ``null``.
 
     Args:
         interval: iterations between training log lines.
-        by_epoch: show the position as ``[epoch][batch/len]`` (True) or ``[iter/max]``.
-        ignore_last: skip the partial interval at the end of an epoch.
-        out_file: name of the JSON-lines file in ``work_dir``.
+        by_epoch: count ``interval`` within each epoch and show the position as
+            ``Epoch(train) [epoch][batch/len]`` (epoch-based runs), or over the
+            whole run as ``Iter(train) [iter/max_iters]``.
+        ignore_last: skip the last, shorter group of an epoch (or of the run).
+        out_file: name of the JSON-lines file in ``work_dir`` (None: no file).
+
+    Example::
+
+        >>> from hookline import HOOKS
+        >>> LoggerHook(interval=20, by_epoch=False)
+        LoggerHook(interval=20, by_epoch=False)
+        >>> HOOKS.build({"type": "LoggerHook", "interval": 20}).interval
+        20
     """
 
     priority = "BELOW_NORMAL"
 
     def __init__(self, interval: int = 10, by_epoch: bool = True, ignore_last: bool = False,
-                 out_file: str = "metrics.jsonl") -> None:
-        self.interval = interval
-        self.by_epoch = by_epoch
-        self.ignore_last = ignore_last
+                 out_file: str | None = "metrics.jsonl") -> None:
+        self.interval = check_interval("LoggerHook", "interval", interval)
+        if out_file is not None and (not isinstance(out_file, str) or not out_file
+                                     or Path(out_file).name != out_file):
+            raise ConfigError(f"LoggerHook out_file must be a file name inside work_dir "
+                              f"(no folders) or None, got {out_file!r}")
+        self.by_epoch = bool(by_epoch)
+        self.ignore_last = bool(ignore_last)
         self.out_file = out_file
         self._stream: Any = None
+        self._start: tuple[float, int] | None = None
+
+    def __repr__(self) -> str:
+        return f"LoggerHook(interval={self.interval}, by_epoch={self.by_epoch})"
 
     # -- files --------------------------------------------------------------------
     def before_run(self, runner) -> None:
         runner.message_hub.window = max(runner.message_hub.window, self.interval)
-        if runner.is_main_process and self._stream is None:
-            runner.work_dir.mkdir(parents=True, exist_ok=True)
-            self._stream = open(runner.work_dir / self.out_file, "a", encoding="utf-8")  # noqa: SIM115
+
+    def before_train(self, runner) -> None:
+        self._start = (time.perf_counter(), runner.iter)
+        if runner.iter > 0 and runner.is_main_process and self.out_file is not None:
+            dropped = trim_records(runner.work_dir / self.out_file, runner.iter)
+            if dropped:
+                runner.logger.info("%s: dropped %d record(s) written after iteration %d by "
+                                   "the interrupted run", self.out_file, dropped, runner.iter)
 
     def after_run(self, runner) -> None:
         self._close()
@@ -69,52 +208,66 @@ class LoggerHook(Hook):
             self._stream.close()
             self._stream = None
 
-    def _write(self, record: dict) -> None:
-        if self._stream is not None:
-            self._stream.write(json.dumps(record) + "\n")
-            self._stream.flush()
+    def _write(self, runner, record: dict) -> None:
+        if not runner.is_main_process or self.out_file is None:
+            return
+        if self._stream is None:
+            runner.work_dir.mkdir(parents=True, exist_ok=True)
+            self._stream = open(runner.work_dir / self.out_file, "a", encoding="utf-8")  # noqa: SIM115
+        self._stream.write(json.dumps(_json_safe(record)) + "\n")
+        self._stream.flush()
 
     # -- training -----------------------------------------------------------------
     def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
-        by_epoch = self.by_epoch and runner.max_epochs is not None
-        length = len(runner.train_dataloader)
-        at_interval = self.every_n_inner_iters(batch_idx, self.interval) if by_epoch \
-            else self.every_n_train_iters(runner, self.interval)
-        at_end = by_epoch and not self.ignore_last and batch_idx + 1 == length
-        if not (at_interval or at_end):
+        count = log_window(runner, batch_idx, self.interval, self.by_epoch, self.ignore_last)
+        if count is None:
             return
-        hub = runner.message_hub
-        done = batch_idx % self.interval + 1 if at_end and not at_interval else self.interval
-        values = {key.split("/", 1)[1]: hub.mean(key, done) for key in hub.keys("train/")}
+        values = collect_scalars(runner, "train", count)
         record: dict[str, Any] = {"mode": "train", "epoch": runner.epoch + 1,
-                                  "iter": runner.iter + 1}
-        if runner.optimizer is not None:
-            record["lr"] = runner.optimizer.param_groups[0]["lr"]
+                                  "iter": runner.iter + 1, **current_lrs(runner)}
+        memory = self._memory_mb(runner)
+        if memory is not None:
+            record["memory"] = memory
         record.update(values)
-        if by_epoch:
-            width = len(str(length))
-            where = f"Epoch(train) [{runner.epoch + 1}][{batch_idx + 1:>{width}}/{length}]"
+        runner.message_hub.info[LAST_RECORD_KEY] = record
+        if self.by_epoch and runner.max_epochs is not None:
+            length = len(runner.train_dataloader)
+            where = f"Epoch(train) [{runner.epoch + 1}][{batch_idx + 1:>{len(str(length))}}/{length}]"
         else:
-            where = f"Iter(train) [{runner.iter + 1:>{len(str(runner.max_iters))}}/{runner.max_iters}]"
-        parts = [where]
-        if "lr" in record:
-            parts.append(f"lr: {record['lr']:.4e}")
-        eta = self._eta(runner, values.get("time"))
+            total = runner.max_iters or total_train_iters(runner)
+            where = f"Iter(train) [{runner.iter + 1:>{len(str(total))}}/{total}]"
+        parts = [where] + [f"{k}: {v:.3e}" for k, v in record.items() if k.startswith("lr")]
+        eta = self._eta(runner)
         if eta is not None:
             parts.append(f"eta: {eta}")
-        parts += [f"{k}: {v:.4f}" for k, v in values.items()]
+        parts += [f"{k}: {values[k]:.4f}" for k in _LAST if k in values]
+        if memory is not None:
+            parts.append(f"memory: {memory}")
+        parts += [f"{k}: {_fmt(v)}" for k, v in values.items() if k not in _LAST]
         runner.logger.info("  ".join(parts))
-        self._write(record)
+        self._write(runner, record)
+
+    def _eta(self, runner) -> str | None:
+        if self._start is None:
+            return None
+        started, first_iter = self._start
+        done = runner.iter + 1 - first_iter
+        if done <= 0:
+            return None
+        remaining = max(total_train_iters(runner) - runner.iter - 1, 0)
+        seconds = (time.perf_counter() - started) / done * remaining
+        return str(datetime.timedelta(seconds=int(seconds)))
 
     @staticmethod
-    def _eta(runner, seconds_per_iter: float | None) -> str | None:
-        if seconds_per_iter is None:
+    def _memory_mb(runner) -> int | None:
+        """Peak CUDA memory since the previous log step, in MiB (host counters: no sync)."""
+        device = getattr(runner, "device", None)
+        if device is None or device.type != "cuda":
             return None
-        total = runner.max_iters if runner.max_iters is not None else \
-            runner.max_epochs * len(runner.train_dataloader)
-        remaining = max(total - runner.iter - 1, 0) * seconds_per_iter
-        return str(datetime.timedelta(seconds=int(remaining)))
+        peak = torch.cuda.max_memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        return int(peak // 2**20)
 
     # -- evaluation -----------------------------------------------------------------
     def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
@@ -124,12 +277,58 @@ class LoggerHook(Hook):
         self._log_metrics(runner, "test", metrics or {})
 
     def _log_metrics(self, runner, mode: str, metrics: dict[str, float]) -> None:
-        where = f"Epoch({mode}) [{runner.epoch}]" if runner.max_epochs is not None \
-            else f"Iter({mode}) [{runner.iter}]"
-        runner.logger.info("  ".join([where] + [f"{k}: {v:.4f}" for k, v in metrics.items()]))
-        self._write({"mode": mode, "epoch": runner.epoch, "iter": runner.iter, **metrics})
+        loader = getattr(runner, f"{mode}_dataloader", None)
+        try:
+            batches = len(loader)
+            progress = f"[{batches}/{batches}]"
+        except TypeError:
+            progress = ""
+        if runner.max_epochs is not None and runner.epoch > 0:
+            where = f"Epoch({mode}) [{runner.epoch}]{progress}"
+        else:
+            where = f"Iter({mode}) {progress}".rstrip()
+        ordered = {k: metrics[k] for k in sorted(metrics, key=lambda k: k != "loss")}
+        runner.logger.info("  ".join([where] + [f"{k}: {_fmt(v)}" for k, v in ordered.items()]))
+        self._write(runner, {"mode": mode, "epoch": runner.epoch, "iter": runner.iter,
+                             **ordered})
+
+
+def trim_records(path: Path, last_iter: int) -> int:
+    """Drop the records of ``path`` (a metrics.jsonl) with ``iter > last_iter``, and a torn
+    last line; rewrites the file atomically. Returns how many lines were dropped."""
+    if not path.is_file():
+        return 0
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = []
+    for number, line in enumerate(lines):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if number == len(lines) - 1:
+                continue  # a write cut short by the crash
+            kept.append(line)
+            continue
+        if isinstance(record, dict) and isinstance(record.get("iter"), int) \
+                and record["iter"] > last_iter:
+            continue
+        kept.append(line if line.endswith("\n") else line + "\n")
+    dropped = len(lines) - len(kept)
+    if dropped:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(kept), encoding="utf-8")
+        os.replace(tmp, path)
+    return dropped
 
 
 @HOOKS.register()
 class TextLoggerHook(LoggerHook):
-    """mmcv's name for :class:`LoggerHook` (text + JSON lines)."""
+    """mmcv's name for :class:`LoggerHook` (text + JSON lines); same arguments.
+
+    Example::
+
+        >>> TextLoggerHook(interval=5).interval
+        5
+    """
+
+    def __repr__(self) -> str:
+        return f"TextLoggerHook(interval={self.interval}, by_epoch={self.by_epoch})"

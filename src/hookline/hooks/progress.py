@@ -1,49 +1,100 @@
-"""ProgressBarHook: a tqdm bar over training iterations, on an interactive terminal.
+"""ProgressBarHook: tqdm bars over training (and evaluation) iterations, on a terminal.
 
 Example::
 
+    >>> import io
     >>> from hookline.hooks import ProgressBarHook
     >>> ProgressBarHook(enabled=False).enabled
+    False
+    >>> ProgressBarHook(file=io.StringIO()).shows()  # not a terminal: silent by default
     False
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import IO, Any
 
+from hookline.core import ConfigError
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
+
+from .logger import LAST_RECORD_KEY, total_train_iters
 
 
 @HOOKS.register()
 class ProgressBarHook(Hook):
-    """Shows a tqdm bar on the main process.
+    """Shows a tqdm bar over the training iterations (and one per validation or
+    test run) on the main process.
+
+    The bar shows the loss of :class:`~hookline.hooks.LoggerHook`'s latest log
+    line, so it never reads a device value itself (no extra host sync).
 
     Args:
-        enabled: None (default) shows it only when stderr is a terminal; True
-            always; False never.
-        interval: iterations between updates of the loss shown on the bar
-            (each update reads the loss: one host sync).
+        enabled: None (default) shows bars only when ``file`` is an interactive
+            terminal; True always; False never.
+        file: where bars are drawn (default ``sys.stderr``, looked up when a
+            bar starts).
+        eval_bars: also show bars for validation and test runs.
+        leave: keep finished bars on screen.
+
+    Example::
+
+        >>> import io
+        >>> stream = io.StringIO()
+        >>> hook = ProgressBarHook(enabled=True, file=stream)  # draw even if not a terminal
+        >>> hook.shows()
+        True
     """
 
     priority = "LOW"
 
-    def __init__(self, enabled: bool | None = None, interval: int = 10) -> None:
+    def __init__(self, enabled: bool | None = None, file: IO[str] | None = None,
+                 eval_bars: bool = True, leave: bool = False) -> None:
+        if enabled is not None and not isinstance(enabled, bool):
+            raise ConfigError(f"ProgressBarHook enabled must be None (only on a terminal), True "
+                              f"or False, got {enabled!r}")
+        if file is not None and not callable(getattr(file, "write", None)):
+            raise ConfigError(f"ProgressBarHook file must be a text stream with write(), "
+                              f"got {file!r}")
         self.enabled = enabled
-        self.interval = interval
+        self.file = file
+        self.eval_bars = bool(eval_bars)
+        self.leave = bool(leave)
         self._bar: Any = None
+        self._eval_bar: Any = None
+        self._shown: Any = None
 
+    def __repr__(self) -> str:
+        return f"ProgressBarHook(enabled={self.enabled})"
+
+    def shows(self) -> bool:
+        """Whether bars would be drawn now (``enabled``, or ``file`` is a terminal)."""
+        if self.enabled is not None:
+            return self.enabled
+        stream = self.file if self.file is not None else sys.stderr
+        isatty = getattr(stream, "isatty", None)
+        try:
+            return bool(isatty()) if isatty is not None else False
+        except (ValueError, OSError):  # closed stream
+            return False
+
+    def _new_bar(self, runner, total: int | None, initial: int, desc: str, leave: bool) -> Any:
+        if not runner.is_main_process or not self.shows():
+            return None
+        if self.file is None:
+            from tqdm.auto import tqdm
+        else:
+            from tqdm import tqdm
+        return tqdm(total=total, initial=initial, desc=desc, unit="it", dynamic_ncols=True,
+                    leave=leave, file=self.file if self.file is not None else sys.stderr)
+
+    # -- training ---------------------------------------------------------------------
     def before_train(self, runner) -> None:
-        show = self.enabled if self.enabled is not None else sys.stderr.isatty()
-        if not show or not runner.is_main_process:
-            return
-        from tqdm.auto import tqdm
-
-        total = runner.max_iters if runner.max_iters is not None else \
-            runner.max_epochs * len(runner.train_dataloader)
-        self._bar = tqdm(total=total, initial=runner.iter, desc="train", unit="it",
-                         dynamic_ncols=True, leave=False)
+        self._close()
+        self._bar = self._new_bar(runner, total_train_iters(runner), runner.iter, "train",
+                                  self.leave)
+        self._shown = None
 
     def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
@@ -51,16 +102,55 @@ class ProgressBarHook(Hook):
         if bar is None:
             return
         bar.update(1)
-        if (runner.iter + 1) % self.interval == 0 and "train/loss" in runner.message_hub:
-            bar.set_postfix(loss=f"{runner.message_hub.latest('train/loss'):.4f}", refresh=False)
+        record = runner.message_hub.info.get(LAST_RECORD_KEY)
+        if record is not None and record is not self._shown:
+            self._shown = record
+            if isinstance(record.get("loss"), float):
+                bar.set_postfix(loss=f"{record['loss']:.4f}", refresh=False)
 
     def after_train(self, runner) -> None:
         self._close()
 
+    # -- evaluation ----------------------------------------------------------------------
+    def _start_eval(self, runner, mode: str) -> None:
+        if not self.eval_bars:
+            return
+        try:
+            total = len(getattr(runner, f"{mode}_dataloader"))
+        except TypeError:
+            total = None
+        self._eval_bar = self._new_bar(runner, total, 0, mode, False)
+
+    def before_val_epoch(self, runner) -> None:
+        self._start_eval(runner, "val")
+
+    def before_test_epoch(self, runner) -> None:
+        self._start_eval(runner, "test")
+
+    def _eval_step(self, runner, batch_idx: int, data_batch: Any = None,
+                   outputs: Any = None) -> None:
+        if self._eval_bar is not None:
+            self._eval_bar.update(1)
+
+    after_val_iter = after_test_iter = _eval_step
+
+    def _end_eval(self, runner, metrics: dict | None = None) -> None:
+        if self._eval_bar is not None:
+            self._eval_bar.close()
+            self._eval_bar = None
+
+    after_val_epoch = after_test_epoch = _end_eval
+
+    # -- end ------------------------------------------------------------------------------
     def on_exception(self, runner, exception: BaseException) -> None:
         self._close()
 
+    def after_run(self, runner) -> None:
+        self._close()
+
     def _close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        for name in ("_eval_bar", "_bar"):
+            bar = getattr(self, name)
+            if bar is not None:
+                bar.close()
+                setattr(self, name, None)

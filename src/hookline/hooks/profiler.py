@@ -1,0 +1,186 @@
+"""ProfilerHook: ``torch.profiler`` over chosen training iterations, saved as traces
+that TensorBoard's profiler plugin and Chrome (``chrome://tracing``, Perfetto) open.
+
+Example::
+
+    >>> from hookline.hooks import ProfilerHook
+    >>> hook = ProfilerHook(wait=1, warmup=1, active=3)
+    >>> hook.profiled_iters()  # 1-based training iterations of this run that are recorded
+    [3, 4, 5]
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.profiler import ProfilerActivity
+
+from hookline.core import ConfigError
+from hookline.engine.hook import Hook
+from hookline.engine.registries import HOOKS
+
+_ACTIVITIES = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
+
+
+def _count(name: str, value: Any, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"ProfilerHook {name} must be an int >= {minimum}, got {value!r}")
+    return value
+
+
+def _activities(spec: Sequence[Any] | None) -> list[ProfilerActivity] | None:
+    if spec is None:
+        return None
+    if isinstance(spec, (str, ProfilerActivity)):
+        spec = [spec]
+    out = []
+    for item in spec:
+        if isinstance(item, ProfilerActivity):
+            out.append(item)
+        elif isinstance(item, str) and item.lower() in _ACTIVITIES:
+            out.append(_ACTIVITIES[item.lower()])
+        else:
+            raise ConfigError(f"ProfilerHook activities must be a list of 'cpu' / 'cuda' (or "
+                              f"torch.profiler.ProfilerActivity), got {item!r} in {spec!r}")
+    if not out:
+        raise ConfigError("ProfilerHook activities is empty: give ['cpu'], ['cuda'] or both, "
+                          "or None for CPU plus CUDA when the run uses a GPU")
+    return out
+
+
+@HOOKS.register()
+class ProfilerHook(Hook):
+    """Profiles training iterations with ``torch.profiler`` and writes one trace per cycle.
+
+    The schedule is ``torch.profiler.schedule``: after ``skip_first``
+    iterations, each cycle idles ``wait`` iterations, warms up ``warmup``
+    (recorded, then discarded) and records ``active``; ``repeat`` cycles
+    (0: until training ends). Each recorded cycle is written to ``out_dir``
+    by ``torch.profiler.tensorboard_trace_handler`` as
+    ``<worker>.<timestamp>.pt.trace.json``: a Chrome trace (JSON with
+    ``traceEvents``) that TensorBoard (``tensorboard --logdir out_dir`` with
+    the torch-tb-profiler plugin), ``chrome://tracing`` and Perfetto open.
+    A step covers a whole iteration: fetching the batch, the step, and every
+    ``after_train_iter`` hook (this hook runs last). Every process profiles
+    itself (worker name ``rank<N>``). If training ends during an active
+    window, what was recorded is written.
+
+    Args:
+        wait, warmup, active, repeat, skip_first: the schedule (see above).
+        activities: ``["cpu"]``, ``["cuda"]`` or both; None: CPU, plus CUDA when
+            the run's device is a GPU.
+        record_shapes, profile_memory, with_stack, with_flops: passed to
+            ``torch.profiler.profile``.
+        out_dir: folder for the traces (default ``work_dir/profiler``).
+        row_limit: after each cycle, log the top ``row_limit`` operators by
+            self time (0: do not log a table).
+
+    Example::
+
+        >>> from hookline import HOOKS
+        >>> HOOKS.build({"type": "ProfilerHook", "active": 2, "activities": ["cpu"]}).active
+        2
+    """
+
+    priority = "LOWEST"
+
+    def __init__(self, wait: int = 1, warmup: int = 1, active: int = 3, repeat: int = 1,
+                 skip_first: int = 0, activities: Sequence[Any] | None = None,
+                 record_shapes: bool = False, profile_memory: bool = False,
+                 with_stack: bool = False, with_flops: bool = False,
+                 out_dir: str | Path | None = None, row_limit: int = 10) -> None:
+        self.wait = _count("wait", wait, 0)
+        self.warmup = _count("warmup", warmup, 0)
+        self.active = _count("active", active, 1)
+        self.repeat = _count("repeat", repeat, 0)
+        self.skip_first = _count("skip_first", skip_first, 0)
+        self.row_limit = _count("row_limit", row_limit, 0)
+        self.activities = _activities(activities)
+        self.record_shapes = bool(record_shapes)
+        self.profile_memory = bool(profile_memory)
+        self.with_stack = bool(with_stack)
+        self.with_flops = bool(with_flops)
+        if out_dir is not None and not isinstance(out_dir, (str, Path)):
+            raise ConfigError(f"ProfilerHook out_dir must be a path or None, got {out_dir!r}")
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.profiler: torch.profiler.profile | None = None
+        self.traces: list[Path] = []
+        self._steps = 0
+
+    def __repr__(self) -> str:
+        return (f"ProfilerHook(wait={self.wait}, warmup={self.warmup}, active={self.active}, "
+                f"repeat={self.repeat})")
+
+    def profiled_iters(self) -> list[int]:
+        """The iterations (1-based, counted from the start of this ``train()``) that are
+        recorded; with ``repeat=0`` the first three cycles are listed."""
+        cycle = self.wait + self.warmup + self.active
+        iters = []
+        for n in range(self.repeat or 3):
+            first = self.skip_first + n * cycle + self.wait + self.warmup + 1
+            iters += range(first, first + self.active)
+        return iters
+
+    # -- stages -----------------------------------------------------------------------
+    def before_train(self, runner) -> None:
+        out_dir = self.out_dir if self.out_dir is not None else runner.work_dir / "profiler"
+        activities = self.activities
+        if activities is None:
+            activities = [ProfilerActivity.CPU]
+            if runner.device.type == "cuda" and torch.cuda.is_available():
+                activities.append(ProfilerActivity.CUDA)
+        handler = torch.profiler.tensorboard_trace_handler(
+            str(out_dir), worker_name=f"rank{runner.rank}")
+
+        def on_trace_ready(prof: torch.profiler.profile) -> None:
+            before = set(out_dir.glob("*.pt.trace.json*")) if out_dir.is_dir() else set()
+            handler(prof)
+            new = sorted(set(out_dir.glob("*.pt.trace.json*")) - before)
+            self.traces += new
+            runner.logger.info("ProfilerHook: trace of iterations up to %d written to %s",
+                               runner.iter + 1, ", ".join(map(str, new)) or out_dir)
+            if self.row_limit:
+                sort_by = "self_cuda_time_total" if ProfilerActivity.CUDA in activities \
+                    else "self_cpu_time_total"
+                runner.logger.info("ProfilerHook: top operators by %s:\n%s", sort_by,
+                                   prof.key_averages().table(sort_by=sort_by,
+                                                             row_limit=self.row_limit))
+
+        self.profiler = torch.profiler.profile(
+            activities=activities,
+            schedule=torch.profiler.schedule(wait=self.wait, warmup=self.warmup,
+                                             active=self.active, repeat=self.repeat,
+                                             skip_first=self.skip_first),
+            on_trace_ready=on_trace_ready, record_shapes=self.record_shapes,
+            profile_memory=self.profile_memory, with_stack=self.with_stack,
+            with_flops=self.with_flops)
+        self._steps = 0
+        self.profiler.start()
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+                         outputs: dict | None = None) -> None:
+        if self.profiler is None:
+            return
+        with warnings.catch_warnings():
+            # each cycle writes its own trace: that per-cycle events are cleared is the point
+            warnings.filterwarnings("ignore", message=".*Profiler clears events")
+            self.profiler.step()
+        self._steps += 1
+        cycle = self.wait + self.warmup + self.active
+        if self.repeat and self._steps >= self.skip_first + cycle * self.repeat:
+            self._stop()  # schedule done: no profiler overhead for the rest of the run
+
+    def after_train(self, runner) -> None:
+        self._stop()
+
+    def on_exception(self, runner, exception: BaseException) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self.profiler is not None:
+            profiler, self.profiler = self.profiler, None
+            profiler.stop()

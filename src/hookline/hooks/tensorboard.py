@@ -1,0 +1,187 @@
+"""TensorboardLoggerHook: training scalars, learning rates, evaluation metrics and
+(optionally) parameter and gradient histograms, as TensorBoard event files.
+
+Example::
+
+    >>> from hookline.hooks import TensorboardLoggerHook
+    >>> hook = TensorboardLoggerHook(interval=5, histograms=True, histogram_interval=50)
+    >>> hook.histogram_interval
+    50
+
+Tags: ``train/<name>`` (``train/loss``, ``train/time``, ``train/data_time``, any
+other scalar of the step outputs, ``train/lr``) at the global iteration;
+``val/<metric>`` and ``test/<metric>`` at the training iteration they were
+computed after; ``params/<name>`` and ``grads/<name>`` histograms.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from hookline.core import ConfigError
+from hookline.engine.hook import Hook
+from hookline.engine.registries import HOOKS
+
+from .logger import check_interval, collect_scalars, current_lrs, log_window
+
+
+@HOOKS.register()
+class TensorboardLoggerHook(Hook):
+    """Writes a run's scalars to TensorBoard with ``torch.utils.tensorboard.SummaryWriter``.
+
+    Only the main process writes. Training scalars are the same smoothed values
+    :class:`~hookline.hooks.LoggerHook` logs (averaged over the iterations since
+    the previous log step, read once per ``interval``: one host sync), written
+    at step ``iteration`` (1-based, counted over the whole run). Evaluation
+    metrics are written after each validation or test run. On resume the
+    writer purges events at or after the resumed iteration, so curves do not
+    double back. The writer is flushed after each evaluation and closed at the
+    end of the run or when it fails.
+
+    Args:
+        interval: iterations between training scalar writes.
+        log_dir: folder for the event files (default ``work_dir/tf_logs``).
+        by_epoch: count ``interval`` within each epoch, also writing at each
+            epoch's end (like LoggerHook), or over the whole run.
+        histograms: also write histograms of every trainable parameter
+            (``params/<name>``, after that iteration's optimizer step) and of
+            its gradient (``grads/<name>``: ``param.grad`` after that
+            iteration's backward, so with accumulation the sum so far;
+            unscaled when AMP loss scaling is on; under DDP this process's
+            local gradient).
+        histogram_interval: iterations between histograms (default: the
+            number of batches of the training data, i.e. about once per epoch).
+
+    Example::
+
+        >>> from hookline import HOOKS
+        >>> HOOKS.build({"type": "TensorboardLoggerHook", "log_dir": "runs/exp1"}).log_dir
+        PosixPath('runs/exp1')
+    """
+
+    priority = "BELOW_NORMAL"
+
+    def __init__(self, interval: int = 10, log_dir: str | Path | None = None,
+                 by_epoch: bool = True, histograms: bool = False,
+                 histogram_interval: int | None = None) -> None:
+        self.interval = check_interval("TensorboardLoggerHook", "interval", interval)
+        if histogram_interval is not None:
+            check_interval("TensorboardLoggerHook", "histogram_interval", histogram_interval)
+        if log_dir is not None and not isinstance(log_dir, (str, Path)):
+            raise ConfigError(f"TensorboardLoggerHook log_dir must be a path or None, got {log_dir!r}")
+        self.log_dir = Path(log_dir) if log_dir is not None else None
+        self.by_epoch = bool(by_epoch)
+        self.histograms = bool(histograms)
+        self.histogram_interval = histogram_interval
+        self.writer: Any = None
+        self._grads: dict[str, torch.Tensor] = {}
+        self._scale = 1.0
+        self._grad_handles: list = []
+
+    def __repr__(self) -> str:
+        return f"TensorboardLoggerHook(interval={self.interval}, histograms={self.histograms})"
+
+    # -- writer -----------------------------------------------------------------------
+    def _writer(self, runner) -> Any:
+        if self.writer is None and runner.is_main_process:
+            from torch.utils.tensorboard import SummaryWriter
+
+            log_dir = self.log_dir if self.log_dir is not None else runner.work_dir / "tf_logs"
+            log_dir.mkdir(parents=True, exist_ok=True)
+            purge = runner.iter + 1 if runner.iter > 0 else None
+            self.writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge)
+        return self.writer
+
+    def before_run(self, runner) -> None:
+        runner.message_hub.window = max(runner.message_hub.window, self.interval)
+
+    def before_train(self, runner) -> None:
+        self._writer(runner)  # after a resume: purges the steps that will run again
+
+    def after_run(self, runner) -> None:
+        self._close()
+
+    def on_exception(self, runner, exception: BaseException) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        self._remove_grad_hooks()
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+    # -- training ---------------------------------------------------------------------
+    def _histogram_due(self, runner) -> bool:
+        if not self.histograms or not runner.is_main_process:
+            return False
+        every = self.histogram_interval or len(runner.train_dataloader)
+        return (runner.iter + 1) % every == 0
+
+    def before_train_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
+        if not self._histogram_due(runner):
+            return
+        self._grads = {}
+        scaler = runner.grad_scaler  # the scale this iteration's backward uses
+        self._scale = float(scaler.get_scale()) if scaler is not None and scaler.is_enabled() \
+            else 1.0
+        for name, param in runner.model.named_parameters():
+            if param.requires_grad:
+                self._grad_handles.append(param.register_post_accumulate_grad_hook(
+                    self._grad_recorder(name)))
+
+    def _grad_recorder(self, name: str):
+        def record(param: torch.Tensor) -> None:
+            self._grads[name] = param.grad.detach().clone()
+        return record
+
+    def _remove_grad_hooks(self) -> None:
+        for handle in self._grad_handles:
+            handle.remove()
+        self._grad_handles = []
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+                         outputs: dict | None = None) -> None:
+        step = runner.iter + 1
+        if self._grad_handles:
+            self._write_histograms(runner, step)
+        count = log_window(runner, batch_idx, self.interval, self.by_epoch)
+        if count is None:
+            return
+        writer = self._writer(runner)
+        if writer is None:
+            return
+        scalars = collect_scalars(runner, "train", count)
+        scalars.update(current_lrs(runner))
+        for name, value in scalars.items():
+            writer.add_scalar(f"train/{name}", value, step)
+
+    def _write_histograms(self, runner, step: int) -> None:
+        self._remove_grad_hooks()
+        writer = self._writer(runner)
+        scale = self._scale
+        for name, param in runner.model.named_parameters():
+            if param.requires_grad:
+                writer.add_histogram(f"params/{name}", param.detach().float().cpu(), step)
+            grad = self._grads.get(name)
+            if grad is not None:
+                writer.add_histogram(f"grads/{name}", grad.float().cpu() / scale, step)
+        self._grads = {}
+
+    # -- evaluation ---------------------------------------------------------------------
+    def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+        self._write_metrics(runner, "val", metrics or {})
+
+    def after_test_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+        self._write_metrics(runner, "test", metrics or {})
+
+    def _write_metrics(self, runner, mode: str, metrics: dict[str, float]) -> None:
+        writer = self._writer(runner)
+        if writer is None:
+            return
+        for name, value in metrics.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                writer.add_scalar(f"{mode}/{name}", float(value), runner.iter)
+        writer.flush()

@@ -1,0 +1,98 @@
+"""ProfilerHook on real runs: torch.profiler traces that parse as Chrome trace JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from torch.profiler import ProfilerActivity
+
+from hookline import HOOKS, ConfigError
+from hookline.hooks import ProfilerHook
+
+from ..engine.toy import make_runner
+
+
+def run(work_dir: Path, hook: ProfilerHook, **kwargs):
+    runner = make_runner(work_dir, hooks=[hook],
+                         default_hooks={"checkpoint": None, "logger": None}, **kwargs)
+    runner.train()
+    return runner
+
+
+def trace_events(path: Path) -> list[dict]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert isinstance(data["traceEvents"], list) and data["traceEvents"]
+    return data["traceEvents"]
+
+
+def steps(events: list[dict]) -> list[int]:
+    return sorted(int(e["name"].split("#")[1]) for e in events
+                  if e.get("name", "").startswith("ProfilerStep#"))
+
+
+def test_trace_of_the_scheduled_iterations(tmp_path: Path) -> None:
+    hook = ProfilerHook(wait=1, warmup=1, active=2, record_shapes=True)
+    assert hook.profiled_iters() == [3, 4]
+    runner = run(tmp_path, hook, max_iters=8)
+    traces = sorted((tmp_path / "profiler").glob("*.pt.trace.json"))
+    assert len(traces) == 1 and hook.traces == traces
+    assert traces[0].name.startswith("rank0.")
+    events = trace_events(traces[0])
+    assert steps(events) == [2, 3]  # 0-based steps: iterations 3 and 4
+    names = {e.get("name") for e in events}
+    assert "aten::linear" in names and any(n and "Optimizer.step" in n for n in names)
+    assert any("Input Dims" in e.get("args", {}) for e in events)  # record_shapes
+    assert hook.profiler is None  # stopped once the schedule was done
+    log = (tmp_path / "log.txt").read_text(encoding="utf-8")
+    assert f"trace of iterations up to 4 written to {traces[0]}" in log
+    assert "top operators by self_cpu_time_total" in log
+    assert runner.iter == 8
+
+
+def test_repeat_writes_one_trace_per_cycle_to_out_dir(tmp_path: Path) -> None:
+    hook = HOOKS.build({"type": "ProfilerHook", "wait": 0, "warmup": 1, "active": 1,
+                        "repeat": 2, "skip_first": 1, "activities": ["cpu"], "row_limit": 0,
+                        "out_dir": str(tmp_path / "traces")})
+    assert hook.profiled_iters() == [3, 5]
+    run(tmp_path / "work", hook, max_iters=8)
+    traces = hook.traces
+    assert len(traces) == 2 and all(p.parent == tmp_path / "traces" for p in traces)
+    assert [steps(trace_events(p)) for p in traces] == [[2], [4]]
+    assert "top operators" not in (tmp_path / "work" / "log.txt").read_text(encoding="utf-8")
+
+
+def test_training_ending_inside_the_active_window_still_writes(tmp_path: Path) -> None:
+    hook = ProfilerHook(wait=0, warmup=1, active=5, activities="cpu", row_limit=0)
+    run(tmp_path, hook, max_iters=3)
+    assert len(hook.traces) == 1
+    # iterations 2 and 3, then the step opened after the last one (the end-of-training hooks)
+    assert steps(trace_events(hook.traces[0])) == [1, 2, 3]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_cuda_activity_on_a_gpu_run(tmp_path: Path) -> None:
+    hook = ProfilerHook(wait=0, warmup=1, active=1, row_limit=3)
+    run(tmp_path, hook, max_iters=3, device="cuda")
+    events = trace_events(hook.traces[0])
+    assert any(e.get("cat") == "kernel" for e in events)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"active": 0}, "ProfilerHook active must be an int >= 1, got 0"),
+    ({"wait": -1}, "ProfilerHook wait must be an int >= 0, got -1"),
+    ({"activities": ["cpu", "tpu"]}, "activities must be a list of 'cpu' / 'cuda'"),
+    ({"activities": []}, "activities is empty"),
+    ({"out_dir": 5}, "out_dir must be a path or None"),
+])
+def test_bad_arguments(kwargs, message) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        ProfilerHook(**kwargs)
+
+
+def test_activities_accept_names_and_enums() -> None:
+    hook = ProfilerHook(activities=["CPU", ProfilerActivity.CUDA])
+    assert hook.activities == [ProfilerActivity.CPU, ProfilerActivity.CUDA]
