@@ -16,8 +16,10 @@ class InstanceTable:
     (``copy.deepcopy``, pickling) do not inherit them.
     """
 
-    def __init__(self, factory: Callable[[Any], Any]) -> None:
+    def __init__(self, factory: Callable[[Any], Any],
+                 on_drop: Callable[[Any], Any] | None = None) -> None:
         self._factory = factory
+        self._on_drop = on_drop
         self._items: dict[int, tuple[weakref.ref, Any]] = {}
 
     def get(self, obj: Any) -> Any:
@@ -32,8 +34,15 @@ class InstanceTable:
         if item is not None:
             return item[1]
         items = self._items
+        on_drop = self._on_drop
+
+        def drop(_ref: weakref.ref, key: int = key) -> None:
+            item = items.pop(key, None)
+            if item is not None and on_drop is not None:
+                on_drop(item[1])
+
         try:
-            ref = weakref.ref(obj, lambda _ref, key=key: items.pop(key, None))
+            ref = weakref.ref(obj, drop)
         except TypeError:
             raise ConfigError(
                 f"cannot hook a single {type(obj).__name__} instance: it does not support "

@@ -23,7 +23,7 @@ def closest_names(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
         by_lower.setdefault(choice.lower(), choice)
     close = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=0.5)
     found = [by_lower[c] for c in close]
-    # A substring match ("ckpt" in "CheckpointHook") is a good hint even when
+    # A substring match ("ema" in "EMAHook") is a good hint even when
     # difflib's ratio is low.
     for choice in choices:
         if len(found) >= n:

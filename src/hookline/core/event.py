@@ -44,14 +44,16 @@ class _Calls(list):
 
 
 class _Entry:
-    __slots__ = ("fn", "priority", "seq", "call", "is_async")
+    __slots__ = ("fn", "priority", "seq", "call", "is_async", "handle")
 
-    def __init__(self, fn: Callable, priority: int, seq: int, call: Callable) -> None:
+    def __init__(self, fn: Callable, priority: int, seq: int, call: Callable,
+                 handle: HookHandle) -> None:
         self.fn = fn
         self.priority = priority
         self.seq = seq
         self.call = call
         self.is_async = inspect.iscoroutinefunction(fn)
+        self.handle = handle
 
 
 def check_options(once: bool, every: int, when: Callable | None) -> None:
@@ -65,19 +67,22 @@ def check_options(once: bool, every: int, when: Callable | None) -> None:
 
 
 def filtered(fn: Callable, once: bool, every: int, when: Callable | None,
-             remove: Callable[[], None]) -> Callable:
+             remove: Callable[[], None], gate: Callable[..., bool] | None = None) -> Callable:
     """Wrap ``fn`` so it honours ``once``/``every``/``when``; returns ``fn`` itself when unfiltered.
 
     A wrapper returns :data:`SKIP` on the emissions where ``fn`` does not run.
     ``every`` counts every emission the hook sees; ``when`` is checked on the
-    emissions ``every`` lets through.
+    emissions ``every`` lets through. ``gate`` (internal) decides which
+    emissions the hook sees at all, before ``every`` counts them.
     """
-    if not once and every == 1 and when is None:
+    if not once and every == 1 and when is None and gate is None:
         return fn
     seen = 0
 
     def call(*args: Any, **kwargs: Any) -> Any:
         nonlocal seen
+        if gate is not None and not gate(*args, **kwargs):
+            return SKIP
         if every != 1:
             seen += 1
             if seen % every:
@@ -113,7 +118,8 @@ class Event:
     # -- registration ---------------------------------------------------------
     def register(self, fn: Callable | None = None, *, priority: PriorityLike = "NORMAL",
                  once: bool = False, every: int = 1,
-                 when: Callable[..., bool] | None = None) -> Any:
+                 when: Callable[..., bool] | None = None,
+                 _gate: Callable[..., bool] | None = None) -> Any:
         """Add ``fn``; returns a :class:`HookHandle`.
 
         Also a decorator, bare (``@event.register``) or with options
@@ -123,12 +129,13 @@ class Event:
         level = Priority.get(priority)
         check_options(once, every, when)
         if fn is None:
-            return lambda f: self.register(f, priority=level, once=once, every=every, when=when)
+            return lambda f: self.register(f, priority=level, once=once, every=every, when=when,
+                                           _gate=_gate)
         if not callable(fn):
             raise ConfigError(f"a hook must be callable, got {fn!r} for event {self.name!r}")
         handle = HookHandle(lambda: None, fn, self.name)
-        call = filtered(fn, once, every, when, handle.remove)
-        entry = _Entry(fn, int(level), self._seq, call)
+        call = filtered(fn, once, every, when, handle.remove, _gate)
+        entry = _Entry(fn, int(level), self._seq, call, handle)
         self._seq += 1
         handle._remover = lambda: self._remove(entry)
         index = len(self._entries)
@@ -167,9 +174,9 @@ class Event:
             self.on_change(self)
 
     def clear(self) -> None:
-        """Remove every hook."""
+        """Remove every hook (their handles then report ``removed``)."""
         for entry in list(self._entries):
-            self._remove(entry)
+            entry.handle.remove()
 
     # -- introspection ----------------------------------------------------------
     @property

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._instances import InstanceTable
-from .errors import ConfigError, HookError
+from .errors import ConfigError, HookError, qualified_name
 from .event import SKIP, Event, hook_of
 from .priority import PriorityLike
 
@@ -32,22 +32,38 @@ from .priority import PriorityLike
 class _HookSet:
     """The pre, post and error hook lists of one function (or one instance)."""
 
-    __slots__ = ("pre", "post", "error", "count")
+    __slots__ = ("pre", "post", "error", "count", "owner")
 
-    def __init__(self, name: str, on_change: Callable[[Event], None]) -> None:
+    def __init__(self, name: str, owner: HookableFunction) -> None:
         self.pre = Event(f"{name}.pre")
         self.post = Event(f"{name}.post")
         self.error = Event(f"{name}.on_error")
         self.count = 0
+        self.owner: HookableFunction | None = owner
         for event in (self.pre, self.post, self.error):
-            event.on_change = on_change
+            event.on_change = self._changed
 
-    def refresh(self) -> int:
-        self.count = len(self.pre) + len(self.post) + len(self.error)
-        return self.count
+    def _changed(self, _event: Event) -> None:
+        count = len(self.pre) + len(self.post) + len(self.error)
+        if self.owner is not None:
+            self.owner._adjust(count - self.count)
+        self.count = count
+
+    def detach(self) -> None:
+        """The instance is gone: its hooks no longer count (even if removed later)."""
+        if self.owner is not None:
+            self.owner._adjust(-self.count)
+            self.owner = None
 
 
-def _register(event: Event, hook: Callable | None, options: dict[str, Any]) -> Any:
+def _register(event: Event, hook: Callable | None, options: dict[str, Any], is_async: bool) -> Any:
+    if hook is None:
+        return lambda fn: _register(event, fn, options, is_async)
+    if not is_async and inspect.iscoroutinefunction(hook):
+        raise ConfigError(
+            f"{qualified_name(hook)} is a coroutine function; it can only hook an async "
+            f"function, and {event.name.rsplit('.', 1)[0]} is not async"
+        )
     return event.register(hook, **options)
 
 
@@ -57,15 +73,6 @@ def _each(sets: tuple[_HookSet, ...], kind: str):
         event: Event = getattr(hooks, kind)
         for call in event._calls:
             yield call, event.name
-
-
-def _call(call: Callable, point: str, *args: Any) -> Any:
-    try:
-        return call(*args)
-    except HookError:
-        raise
-    except Exception as exc:
-        raise HookError(hook_of(call), point, exc) from exc
 
 
 async def _call_async(call: Callable, point: str, *args: Any) -> Any:
@@ -89,28 +96,57 @@ def _new_arguments(changed: Any, call: Callable, point: str) -> tuple[tuple, dic
     raise HookError(hook_of(call), point, problem) from problem
 
 
+# The sync runners inline the loop (no generator, no helper call per hook):
+# they are the cost of every hooked call.
 def _run_pre(sets: tuple[_HookSet, ...], args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    for call, point in _each(sets, "pre"):
-        changed = _new_arguments(_call(call, point, args, kwargs), call, point)
-        if changed is not None:
-            args, kwargs = changed
+    for hooks in sets:
+        calls = hooks.pre._calls
+        if not calls:
+            continue
+        try:
+            for call in calls:
+                changed = call(args, kwargs)
+                if changed is not None and changed is not SKIP:
+                    args, kwargs = _new_arguments(changed, call, hooks.pre.name)
+        except HookError:
+            raise
+        except Exception as exc:
+            raise HookError(hook_of(call), hooks.pre.name, exc) from exc
     return args, kwargs
 
 
 def _run_post(sets: tuple[_HookSet, ...], result: Any, args: tuple, kwargs: dict) -> Any:
-    for call, point in _each(sets, "post"):
-        replaced = _call(call, point, result, args, kwargs)
-        if replaced is not None and replaced is not SKIP:
-            result = replaced
+    for hooks in sets:
+        calls = hooks.post._calls
+        if not calls:
+            continue
+        try:
+            for call in calls:
+                replaced = call(result, args, kwargs)
+                if replaced is not None and replaced is not SKIP:
+                    result = replaced
+        except HookError:
+            raise
+        except Exception as exc:
+            raise HookError(hook_of(call), hooks.post.name, exc) from exc
     return result
 
 
 def _run_error(sets: tuple[_HookSet, ...], error: Exception, args: tuple, kwargs: dict) -> Any:
     """The first non-None error-hook result, or SKIP when every hook returned None."""
-    for call, point in _each(sets, "error"):
-        fallback = _call(call, point, error, args, kwargs)
-        if fallback is not None and fallback is not SKIP:
-            return fallback
+    for hooks in sets:
+        calls = hooks.error._calls
+        if not calls:
+            continue
+        try:
+            for call in calls:
+                fallback = call(error, args, kwargs)
+                if fallback is not None and fallback is not SKIP:
+                    return fallback
+        except HookError:
+            raise
+        except Exception as exc:
+            raise HookError(hook_of(call), hooks.error.name, exc) from exc
     return SKIP
 
 
@@ -144,23 +180,26 @@ class _Registrars:
     def _hook_set(self) -> _HookSet:  # pragma: no cover - overridden
         raise NotImplementedError  # abstract
 
+    def _owner(self) -> HookableFunction:  # pragma: no cover - overridden
+        raise NotImplementedError  # abstract
+
     def pre(self, hook: Callable | None = None, *, priority: PriorityLike = "NORMAL",
             once: bool = False, every: int = 1, when: Callable | None = None) -> Any:
         """Run ``hook(args, kwargs)`` before the call; it returns None or ``(args, kwargs)``."""
         options = dict(priority=priority, once=once, every=every, when=when)
-        return _register(self._hook_set().pre, hook, options)
+        return _register(self._hook_set().pre, hook, options, self._owner()._is_async)
 
     def post(self, hook: Callable | None = None, *, priority: PriorityLike = "NORMAL",
              once: bool = False, every: int = 1, when: Callable | None = None) -> Any:
         """Run ``hook(result, args, kwargs)`` after the call; a non-None return replaces the result."""
         options = dict(priority=priority, once=once, every=every, when=when)
-        return _register(self._hook_set().post, hook, options)
+        return _register(self._hook_set().post, hook, options, self._owner()._is_async)
 
     def on_error(self, hook: Callable | None = None, *, priority: PriorityLike = "NORMAL",
                  once: bool = False, every: int = 1, when: Callable | None = None) -> Any:
         """Run ``hook(exc, args, kwargs)`` when the call raises; a non-None return is the result."""
         options = dict(priority=priority, once=once, every=every, when=when)
-        return _register(self._hook_set().error, hook, options)
+        return _register(self._hook_set().error, hook, options, self._owner()._is_async)
 
 
 class HookableFunction(_Registrars):
@@ -172,42 +211,54 @@ class HookableFunction(_Registrars):
         functools.update_wrapper(self, fn)
         self._is_async = inspect.iscoroutinefunction(fn)
         self._hooked = False
-        self._dispatch = self._make_dispatch()
-        self._class_hooks = _HookSet(getattr(fn, "__qualname__", repr(fn)), self._changed)
+        self._count = 0  # hooks registered, class and live instances together
+        self._class_hooks = _HookSet(getattr(fn, "__qualname__", repr(fn)), self)
         self._instance_hooks = InstanceTable(
-            lambda obj: _HookSet(f"{type(obj).__qualname__}.{fn.__name__}[instance]",
-                                 self._changed)
+            lambda obj: _HookSet(f"{type(obj).__qualname__}.{fn.__name__}[instance]", self),
+            on_drop=_HookSet.detach,
         )
+        self._dispatch = self._make_dispatch()
 
     def _hook_set(self) -> _HookSet:
         return self._class_hooks
 
-    def _changed(self, _event: Event) -> None:
-        hooked = self._class_hooks.refresh() > 0
-        for _ref, hooks in list(self._instance_hooks._items.values()):
-            hooked = hooks.refresh() > 0 or hooked
-        self._hooked = hooked
+    def _owner(self) -> HookableFunction:
+        return self
+
+    def _adjust(self, delta: int) -> None:
+        self._count += delta
+        self._hooked = self._count > 0
 
     # -- calling ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._hooked:
-            return self._invoke((self._class_hooks,), args, kwargs)
+            return self._call_hooked(args, kwargs)
         return self.__wrapped__(*args, **kwargs)
 
     def _make_dispatch(self) -> Callable:
-        """The function ``obj.method(...)`` ends in: one flag test, then the original."""
+        """The function ``obj.method(...)`` ends in: one flag test, then the original.
+
+        ``BoundHookable`` passes the instance as the first positional argument,
+        so ``args`` is forwarded as is (no new tuple per call).
+        """
         fn = self.__wrapped__
         owner = self
 
-        def dispatch(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        def dispatch(*args: Any, **kwargs: Any) -> Any:
             if owner._hooked:
-                instance = owner._instance_hooks.get(obj)
-                sets = (owner._class_hooks,) if instance is None else (owner._class_hooks, instance)
-                return owner._invoke(sets, (obj, *args), kwargs)
-            return fn(obj, *args, **kwargs)
+                return owner._call_hooked(args, kwargs)
+            return fn(*args, **kwargs)
 
         dispatch.__hookline_owner__ = owner  # type: ignore[attr-defined]
         return dispatch
+
+    def _call_hooked(self, args: tuple, kwargs: dict) -> Any:
+        sets: tuple[_HookSet, ...] = (self._class_hooks,)
+        if self._instance_hooks and args:  # a method: add the instance's own hooks
+            instance = self._instance_hooks.get(args[0])
+            if instance is not None:
+                sets = (self._class_hooks, instance)
+        return self._invoke(sets, args, kwargs)
 
     def _invoke(self, sets: tuple[_HookSet, ...], args: tuple, kwargs: dict) -> Any:
         if self._is_async:
@@ -242,26 +293,41 @@ class HookableFunction(_Registrars):
     def __repr__(self) -> str:
         return f"<hookable {self.__qualname__}>"
 
+    def __reduce__(self) -> str:
+        # Pickled by reference, like a function: the name in its module.
+        return self.__qualname__
+
 
 class BoundHookable(functools.partial, _Registrars):
-    """``obj.method`` for a hookable method: calls it, and hooks only ``obj``."""
+    """``obj.method`` for a hookable method: calls it, and hooks only ``obj``.
+
+    A C-level ``functools.partial`` (created per attribute access, like a
+    bound method, and never stored on the instance, so pickling and copying
+    are unaffected).
+    """
 
     __slots__ = ()
 
+    def _owner(self) -> HookableFunction:
+        return self.func.__hookline_owner__
+
     def _hook_set(self) -> _HookSet:
-        owner: HookableFunction = self.func.__hookline_owner__
-        return owner._instance_hooks.setdefault(self.args[0])
+        return self._owner()._instance_hooks.setdefault(self.args[0])
 
     @property
     def __wrapped__(self) -> Callable:
-        return self.func.__hookline_owner__.__wrapped__.__get__(self.args[0])
+        return self._owner().__wrapped__.__get__(self.args[0])
 
     @property
     def __self__(self) -> Any:
         return self.args[0]
 
     def __repr__(self) -> str:
-        return f"<bound hookable {self.func.__hookline_owner__.__qualname__} of {self.args[0]!r}>"
+        return f"<bound hookable {self._owner().__qualname__} of {self.args[0]!r}>"
+
+    def __reduce__(self) -> tuple:
+        # Like a bound method: the instance and the attribute name.
+        return getattr, (self.args[0], self._owner().__name__)
 
 
 def hookable(fn: Callable) -> HookableFunction:

@@ -100,14 +100,11 @@ def observe(target: Any, name: str, fn: Callable[[Any, str, Any, Any], Any], *,
     """
     cls = target if isinstance(target, type) else type(target)
     descriptor = _find_observed(cls, name)
-    options = dict(priority=priority, once=once, every=every)
+    options = dict(priority=priority, once=once, every=every, when=when)
     if isinstance(target, type):
         if target is not descriptor._owner:
-            # The descriptor is shared with the base class: watch only this class.
-            user_when = when
-
-            def when(obj, *rest, _cls=target):  # noqa: E306
-                return isinstance(obj, _cls) and (user_when is None or user_when(obj, *rest))
-
-        return descriptor._class_event.register(fn, when=when, **options)
-    return descriptor._instances.setdefault(target).register(fn, when=when, **options)
+            # The descriptor is shared with the base class: this hook sees only
+            # assignments to instances of ``target`` (``every`` counts only those).
+            options["_gate"] = lambda obj, *rest, _cls=target: isinstance(obj, _cls)
+        return descriptor._class_event.register(fn, **options)
+    return descriptor._instances.setdefault(target).register(fn, **options)

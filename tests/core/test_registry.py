@@ -1,0 +1,191 @@
+import copy
+import functools
+
+import pytest
+
+from hookline.core import ConfigError, Registry
+
+
+def make_registry():
+    shapes = Registry("shape")
+
+    @shapes.register()
+    class Square:
+        def __init__(self, side=1.0, *, color="red"):
+            self.side, self.color = side, color
+
+    @shapes.register(name="Disc")
+    class Circle:
+        def __init__(self, radius):
+            self.radius = radius
+
+    return shapes, Square, Circle
+
+
+# -- registration ---------------------------------------------------------------------
+def test_register_decorator_keeps_the_object_and_uses_its_name():
+    shapes, square, circle = make_registry()
+    assert square.__name__ == "Square"  # returned unchanged
+    assert shapes.get("Square") is square
+    assert shapes.get("Disc") is circle
+    assert "Circle" not in shapes
+
+
+def test_register_called_directly_and_bare_decorator():
+    registry = Registry("fn")
+
+    def relu(x):
+        return max(x, 0)
+
+    assert registry.register(relu) is relu
+
+    @registry.register
+    def identity(x):
+        return x
+
+    assert registry.names() == ["identity", "relu"]
+
+
+def test_contains_and_names_are_sorted():
+    shapes, _, _ = make_registry()
+    assert "Square" in shapes and "Triangle" not in shapes
+    assert shapes.names() == ["Disc", "Square"]
+    assert list(shapes) == ["Disc", "Square"] and len(shapes) == 2
+
+
+def test_a_duplicate_name_is_a_config_error():
+    shapes, square, _ = make_registry()
+
+    class Square:
+        pass
+
+    with pytest.raises(ConfigError, match="already registered.*force=True"):
+        shapes.register(Square)
+    with pytest.raises(ConfigError):
+        shapes.register(name="Disc")(Square)
+    assert shapes.get("Square") is square
+
+
+def test_force_replaces_a_registered_name():
+    shapes, _, _ = make_registry()
+
+    class Square:
+        pass
+
+    shapes.register(Square, force=True)
+    assert shapes.get("Square") is Square
+
+
+def test_objects_without_a_name_need_one():
+    def power(base, exp):
+        return base**exp
+
+    registry = Registry("fn")
+    unnamed = functools.partial(power, exp=2)
+    with pytest.raises(ConfigError, match="name="):
+        registry.register(unnamed)
+    registry.register(unnamed, name="square")
+    assert registry.build({"type": "square", "base": 3}) == 9
+
+
+def test_get_unknown_suggests_the_closest_names():
+    shapes, _, _ = make_registry()
+    with pytest.raises(ConfigError) as info:
+        shapes.get("Sqare")
+    assert "unknown shape type 'Sqare'" in str(info.value)
+    assert "did you mean 'Square'" in str(info.value)
+
+
+def test_repr():
+    shapes, _, _ = make_registry()
+    assert repr(shapes) == "<Registry 'shape': 2 entries>"
+
+
+# -- build ------------------------------------------------------------------------------
+def test_build_calls_the_type_with_the_other_keys():
+    shapes, square, _ = make_registry()
+    built = shapes.build({"type": "Square", "side": 3, "color": "blue"})
+    assert isinstance(built, square)
+    assert (built.side, built.color) == (3, "blue")
+
+
+def test_build_fills_defaults_that_the_config_overrides():
+    shapes, _, _ = make_registry()
+    built = shapes.build({"type": "Square", "side": 2}, side=9, color="green")
+    assert (built.side, built.color) == (2, "green")
+
+
+def test_build_accepts_a_callable_as_type():
+    shapes, _, _ = make_registry()
+
+    def triangle(base, height):
+        return base * height / 2
+
+    assert shapes.build({"type": triangle, "base": 4, "height": 3}) == 6
+
+
+def test_build_does_not_mutate_the_config():
+    shapes, _, _ = make_registry()
+    cfg = {"type": "Square", "side": 2, "color": "blue"}
+    before = copy.deepcopy(cfg)
+    shapes.build(cfg, color="red")
+    shapes.build(cfg)
+    assert cfg == before
+
+
+def test_build_passes_anything_to_a_callable_taking_kwargs():
+    registry = Registry("fn")
+    registry.register(lambda **kwargs: kwargs, name="collect")
+    assert registry.build({"type": "collect", "a": 1}, b=2) == {"a": 1, "b": 2}
+
+
+def make_spy():
+    registry = Registry("spy")
+    calls = []
+
+    @registry.register()
+    def spy(alpha, beta=2):
+        calls.append((alpha, beta))
+
+    return registry, calls
+
+
+@pytest.mark.parametrize(
+    ("cfg", "expected"),
+    [
+        ({"alpha": 1}, "has no 'type' key; registered types: spy"),
+        ({"type": "sp", "alpha": 1}, "unknown spy type 'sp'; did you mean 'spy'?"),
+        ({"type": "spy", "alpha": 1, "btea": 3}, "unexpected argument(s) 'btea' (did you mean 'beta'?)"),
+        ({"type": "spy", "alpha": 1, "gamma": 3}, "it accepts: alpha, beta"),
+        ({"type": "spy", "beta": 3}, "missing a required argument: 'alpha'"),
+        ({"type": 42}, "must be a name or a callable"),
+    ],
+    ids=["no-type", "unknown-type", "misspelt-argument", "unknown-argument", "missing-argument",
+         "bad-type"],
+)
+def test_bad_configs_are_config_errors_raised_before_the_call(cfg, expected):
+    registry, calls = make_spy()
+    with pytest.raises(ConfigError) as info:
+        registry.build(cfg)
+    assert expected in str(info.value)
+    assert calls == []
+
+
+def test_unknown_default_arguments_are_rejected_too():
+    registry, calls = make_spy()
+    with pytest.raises(ConfigError, match="'runner'"):
+        registry.build({"type": "spy", "alpha": 1}, runner=None)
+    assert calls == []
+
+
+@pytest.mark.parametrize("cfg", [None, "spy", ["type", "spy"]])
+def test_a_config_must_be_a_mapping(cfg):
+    registry, _ = make_spy()
+    with pytest.raises(ConfigError, match="'type' key"):
+        registry.build(cfg)
+
+
+def test_build_of_a_target_without_a_signature_is_left_to_the_target():
+    registry = Registry("builtin")
+    registry.register(dict, name="dict")
+    assert registry.build({"type": "dict", "a": 1}) == {"a": 1}
