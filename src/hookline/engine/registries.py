@@ -2,7 +2,8 @@
 
 ``HOOKS`` holds every built-in hook, ``MODELS`` and ``DATASETS`` what users
 (and the demo) register, ``OPTIMIZERS`` and ``PARAM_SCHEDULERS`` every
-``torch.optim`` and ``torch.optim.lr_scheduler`` class by its name.
+``torch.optim`` and ``torch.optim.lr_scheduler`` class by its name, and
+``LOSSES`` every ``torch.nn`` loss class (``CrossEntropyLoss`` ...).
 
 Example::
 
@@ -24,6 +25,7 @@ MODELS = Registry("model")
 DATASETS = Registry("dataset")
 OPTIMIZERS = Registry("optimizer")
 PARAM_SCHEDULERS = Registry("param_scheduler")
+LOSSES = Registry("loss")
 
 for _name, _obj in vars(torch.optim).items():
     if inspect.isclass(_obj) and issubclass(_obj, torch.optim.Optimizer) \
@@ -36,5 +38,10 @@ for _name, _obj in vars(torch.optim.lr_scheduler).items():
     ) and (issubclass(_obj, torch.optim.lr_scheduler.LRScheduler)
            or _name == "ReduceLROnPlateau"):
         PARAM_SCHEDULERS.register(_obj, name=_name)
+
+for _name, _obj in vars(torch.nn.modules.loss).items():
+    if inspect.isclass(_obj) and issubclass(_obj, torch.nn.modules.loss._Loss) \
+            and not _name.startswith("_"):
+        LOSSES.register(_obj, name=_name)
 
 DATASETS.register(torch.utils.data.TensorDataset, name="TensorDataset")

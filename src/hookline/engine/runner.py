@@ -38,7 +38,7 @@ from .hook import Hook
 from .hook_table import HookProfile, HookTable
 from .logs import close_logger, make_logger
 from .message_hub import MessageHub
-from .registries import DATASETS, HOOKS, MODELS
+from .registries import DATASETS, HOOKS, LOSSES, MODELS
 from .signals import StopRequest, TrainingInterrupted
 from .step import StepModule, check_contract, run_step
 
@@ -151,6 +151,8 @@ class Runner:
         if not isinstance(model, torch.nn.Module):
             raise ConfigError(f"model must be a torch.nn.Module or a config dict, got {model!r}")
         self.model = model.to(self.device)
+        if isinstance(loss_fn, Mapping):  # {"type": "CrossEntropyLoss", ...}: any torch.nn loss
+            loss_fn = LOSSES.build(loss_fn)
         self.loss_fn = loss_fn
         self._ddp = None
         self._stop_group: Any = None  # the gloo group that shares stop flags (_should_stop)
@@ -165,6 +167,21 @@ class Runner:
         for key, spec in specs.items():
             if spec is not None:
                 self.register_hook(spec, _default_key=key)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping | str | Path, *, work_dir: str | Path | None = None,
+                    resume: str | Path | None = None, overrides: Sequence[str] = ()) -> Runner:
+        """A Runner from a config dict or a YAML/JSON file (see docs/cli.md).
+
+        Validates the whole config first (unknown keys, types and arguments are
+        :class:`ConfigError` s with suggestions), applies ``overrides`` such as
+        ``"optimizer.lr=0.05"``, and saves the resolved config as
+        ``work_dir/config.yaml``. Delegates to :func:`hookline.engine.config.build_runner`.
+        """
+        from .config import build_runner
+
+        return build_runner(cfg, work_dir=work_dir, resume=resume, overrides=overrides,
+                            runner_cls=cls)
 
     # -- hooks --------------------------------------------------------------------
     def register_hook(self, hook: Hook | Mapping, priority: Any = None, *,

@@ -1,0 +1,146 @@
+"""The ``hookline`` command: ``train``, ``hooks`` and ``inspect``.
+
+::
+
+    hookline train [CONFIG] [--work-dir D] [--resume auto|PATH] [--set KEY=VALUE ...] [--profile-hooks]
+    hookline hooks [CONFIG] [--set KEY=VALUE ...]
+    hookline inspect [MODEL] ...
+
+Each subcommand's module is imported only when that subcommand runs, so
+``hookline --help`` does not import torch. A :class:`ConfigError` prints one
+``error: ...`` line and exits 2; a training run stopped by SIGINT/SIGTERM
+exits ``128 + signal`` after saving a checkpoint.
+
+Example::
+
+    >>> from hookline.cli import main
+    >>> main(["hooks", "--help"])  # doctest: +ELLIPSIS
+    usage: hookline hooks ...
+    0
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import sys
+from collections.abc import Iterator, Sequence
+
+import hookline
+
+# name -> (module, function adding its arguments, function running it, one-line help)
+COMMANDS: dict[str, tuple[str, str, str, str]] = {
+    "train": ("hookline.engine.command", "add_train_arguments", "run_train",
+              "train the run a YAML/JSON config describes (the demo without one)"),
+    "hooks": ("hookline.engine.command", "add_hooks_arguments", "run_hooks",
+              "print a config's hook table, or list every registered hook"),
+    "inspect": ("hookline.inspect.command", "add_arguments", "run",
+                "summarise a model; gradient/activation statistics and plots"),
+}
+
+EPILOG = """examples:
+  hookline train                                  train the demo into work_dirs/demo
+  hookline train my.yaml --set optimizer.lr=0.05  train a config with one value changed
+  hookline train my.yaml --resume auto            continue from the newest checkpoint
+  hookline hooks my.yaml                          which hook runs at which stage, in order
+  hookline hooks                                  every registered hook
+
+Config format and options: docs/cli.md."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; only ``command``'s module is imported to add its arguments."""
+    parser = argparse.ArgumentParser(
+        prog="hookline", description="hookline: hooks for Python and PyTorch training.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"hookline {hookline.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module, add, _, help_text) in COMMANDS.items():
+        child = sub.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".")
+        if name == command:
+            getattr(_import(module, name), add)(child)
+    return parser
+
+
+def _import(module: str, command: str):
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        raise _Unavailable(f"'hookline {command}' is not available in this installation "
+                           f"({module} is missing)") from None
+
+
+class _Unavailable(Exception):
+    pass
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``hookline`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _chosen(argv)
+    try:
+        parser = build_parser(command)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help / --version / usage errors
+            return int(exc.code or 0)
+        module, _, run, _ = COMMANDS[args.command]
+        with _cwd_on_path():  # custom_imports may name modules in the current directory
+            return int(getattr(_import(module, args.command), run)(args) or 0)
+    except _Unavailable as exc:
+        return _error(str(exc))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # hookline hooks | head
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as exc:
+        config_error = _config_error(exc)
+        if config_error is None:
+            raise
+        return _error(config_error)
+
+
+@contextlib.contextmanager
+def _cwd_on_path() -> Iterator[None]:
+    cwd = os.getcwd()
+    added = cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        yield
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
+
+
+def _config_error(exc: BaseException) -> str | None:
+    """The message to show for a configuration mistake (also one raised inside a hook)."""
+    from hookline.core import ConfigError, HookError
+
+    if isinstance(exc, ConfigError):
+        return str(exc)
+    if isinstance(exc, HookError) and isinstance(exc.original, ConfigError):
+        return str(exc)
+    return None
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,342 @@
+"""Config files: YAML or JSON mapped onto the Runner's arguments, checked before anything is built.
+
+A config's top-level keys are the :class:`~hookline.engine.Runner`'s keyword
+arguments; ``model``, datasets, ``loss_fn``, ``optimizer``,
+``param_scheduler``, metrics and hooks are ``{"type": ...}`` dicts resolved
+through the registries (``MODELS``, ``DATASETS``, ``LOSSES``, ``OPTIMIZERS``,
+``PARAM_SCHEDULERS``, ``METRICS``, ``HOOKS``). The one extra key,
+``custom_imports``, lists modules to import first (where your own classes
+register themselves). See docs/cli.md for the full format.
+
+Example::
+
+    >>> import tempfile
+    >>> from hookline.engine.config import build_runner
+    >>> cfg = {"model": {"type": "DigitsCNN"}, "loss_fn": {"type": "CrossEntropyLoss"},
+    ...        "optimizer": {"type": "Adam", "lr": 0.003}, "max_epochs": 1,
+    ...        "train_dataloader": {"dataset": {"type": "DigitsDataset"}, "batch_size": 32}}
+    >>> runner = build_runner(cfg, work_dir=tempfile.mkdtemp(), overrides=["optimizer.lr=1e-3"])
+    >>> runner.optimizer.param_groups[0]["lr"], runner.config["optimizer"]["lr"]
+    (0.001, 0.001)
+    >>> build_runner({**cfg, "optimiser": {}})
+    Traceback (most recent call last):
+    ...
+    hookline.core.errors.ConfigError: unknown top-level config key 'optimiser'; did you mean 'optimizer'? ...
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from hookline.core import ConfigError
+
+from .config_check import validate_config
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import Runner
+
+__all__ = ["CONFIG_ONLY_KEYS", "apply_overrides", "build_runner", "load_config", "resolve_config",
+           "save_config", "validate_config"]
+
+#: keys a config may hold besides the Runner's arguments
+CONFIG_ONLY_KEYS = ("custom_imports",)
+#: file name of the resolved config in the work dir
+SAVED_NAME = "config.yaml"
+
+
+# -- reading ---------------------------------------------------------------------------------------
+class _Loader(yaml.SafeLoader):
+    """Safe YAML with YAML 1.2 floats (``1e-3`` is a float, not a string), dates kept
+    as strings (configs stay plain data) and duplicate keys refused."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
+
+
+def _mapping_without_duplicates(loader: _Loader, node: yaml.MappingNode) -> dict:
+    loader.flatten_mapping(node)
+    seen: set = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise ConfigError(f"line {key_node.start_mark.line + 1}: key {key!r} appears twice")
+        seen.add(key)
+    return loader.construct_mapping(node, deep=True)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value read as a YAML scalar or flow collection.
+
+    Example::
+
+        >>> [parse_value(v) for v in ("0.05", "1e-3", "10", "true", "null", "[1, 2]", "SGD")]
+        [0.05, 0.001, 10, True, None, [1, 2], 'SGD']
+    """
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError:
+        return text  # not YAML (e.g. "a: b: c"): the literal string
+
+
+def load_config(path: str | Path) -> dict:
+    """Read a ``.yaml`` / ``.yml`` / ``.json`` config file into a dict.
+
+    Example::
+
+        >>> from hookline.demo.registry import demo_config_path
+        >>> load_config(demo_config_path())["model"]
+        {'type': 'DigitsCNN'}
+    """
+    path = Path(path)
+    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
+        raise ConfigError(f"config file {str(path)!r} must end in .yaml, .yml or .json")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {str(path)!r} not found") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from None
+    try:
+        cfg = json.loads(text) if path.suffix.lower() == ".json" else yaml.load(text, Loader=_Loader)
+    except (json.JSONDecodeError, yaml.YAMLError, ConfigError) as exc:
+        raise ConfigError(f"cannot parse {str(path)!r}: {_one_line(exc)}") from None
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{str(path)!r} must hold a mapping of Runner arguments, "
+                          f"got {type(cfg).__name__}")
+    return cfg
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+# -- overrides ---------------------------------------------------------------------------------------
+_INDEX = re.compile(r"\[(-?\d+)\]")
+
+
+def _split_path(key: str) -> list[str | int]:
+    """``"hooks[0].interval"`` or ``"hooks.0.interval"`` -> ``["hooks", 0, "interval"]``."""
+    parts: list[str | int] = []
+    for piece in key.split("."):
+        name, _, rest = piece.partition("[")
+        if name:
+            parts.append(int(name) if re.fullmatch(r"-?\d+", name) else name)
+        elif not rest:
+            raise ConfigError(f"--set key {key!r} has an empty part")
+        if rest:
+            indices = _INDEX.findall("[" + rest)
+            if "".join(f"[{i}]" for i in indices) != "[" + rest:
+                raise ConfigError(f"--set key {key!r}: write list indices as name[0] or name.0")
+            parts += [int(i) for i in indices]
+    return parts
+
+
+def apply_overrides(cfg: Mapping, overrides: Sequence[str]) -> dict:
+    """A copy of ``cfg`` with each ``"dotted.key=value"`` set (values parsed as YAML).
+
+    Missing dict keys are created (``optimizer.weight_decay=1e-4``); list
+    items are addressed as ``hooks[0].interval`` or ``hooks.0.interval``.
+
+    Example::
+
+        >>> apply_overrides({"optimizer": {"lr": 0.1}, "hooks": [{"type": "EMAHook"}]},
+        ...                 ["optimizer.lr=1e-3", "hooks[0].momentum=0.01", "max_epochs=3"])
+        {'optimizer': {'lr': 0.001}, 'hooks': [{'type': 'EMAHook', 'momentum': 0.01}], 'max_epochs': 3}
+    """
+    cfg = _copy_tree(cfg)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--set expects KEY=VALUE (e.g. optimizer.lr=0.05), got {item!r}")
+        parts = _split_path(key)
+        if not isinstance(parts[0], str):
+            raise ConfigError(f"--set key {key!r} must start with a config key")
+        node: Any = cfg
+        for depth, part in enumerate(parts[:-1]):
+            node = _child(node, part, parts[depth + 1], key, create=True)
+        _set(node, parts[-1], parse_value(raw.strip()), key)
+    return cfg
+
+
+def _child(node: Any, part: str | int, next_part: str | int, key: str, create: bool) -> Any:
+    if isinstance(node, dict):
+        if node.get(str(part)) is None:
+            if create and not isinstance(next_part, int):
+                node[str(part)] = {}
+            else:
+                raise ConfigError(f"--set {key}: {part!r} is not set, so it has no item {next_part!r}")
+        return node[str(part)]
+    if isinstance(node, list):
+        _check_index(node, part, key)
+        return node[part]
+    raise ConfigError(f"--set {key}: cannot go into {part!r}, the value there is "
+                      f"{type(node).__name__} {node!r}, not a mapping or a list")
+
+
+def _set(node: Any, part: str | int, value: Any, key: str) -> None:
+    if isinstance(node, dict):
+        node[str(part)] = value
+    elif isinstance(node, list):
+        _check_index(node, part, key)
+        node[part] = value
+    else:
+        raise ConfigError(f"--set {key}: the value above {part!r} is {type(node).__name__} "
+                          f"{node!r}, not a mapping or a list")
+
+
+def _check_index(node: list, part: str | int, key: str) -> None:
+    if not isinstance(part, int) or not -len(node) <= part < len(node):
+        raise ConfigError(f"--set {key}: {part!r} is not an index of a list of {len(node)} item(s)")
+
+
+def _copy_tree(obj: Any) -> Any:
+    """Dicts, lists and tuples copied (tuples become lists); other leaves shared."""
+    if isinstance(obj, Mapping):
+        return {k: _copy_tree(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_copy_tree(v) for v in obj]
+    return obj
+
+
+def _plain(obj: Any) -> Any:
+    """Plain data for the saved config and checkpoint meta: objects become their repr."""
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if isinstance(obj, Path):
+        return str(obj)
+    return repr(obj)
+
+
+# -- resolving and building --------------------------------------------------------------------------
+def _import_custom(spec: Any) -> None:
+    if spec is None:
+        return
+    allow_failed = False
+    if isinstance(spec, Mapping):  # MMEngine's form: {imports: [...], allow_failed_imports: false}
+        unknown = sorted(set(spec) - {"imports", "allow_failed_imports"})
+        if unknown:
+            raise ConfigError(f"custom_imports got unknown key(s) {unknown}; accepted: "
+                              "imports, allow_failed_imports")
+        allow_failed = bool(spec.get("allow_failed_imports", False))
+        spec = spec.get("imports", [])
+    names = [spec] if isinstance(spec, str) else spec
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"custom_imports must be a module name or a list of them, got {spec!r}")
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            if not allow_failed:
+                raise ConfigError(f"custom_imports: cannot import {name!r}: {exc}") from None
+
+
+def _fill_default_hooks(cfg: dict) -> None:
+    """``default_hooks.logger: {interval: 5}`` without a ``type`` changes the default hook."""
+    from .runner import DEFAULT_HOOKS
+
+    overrides = cfg.get("default_hooks")
+    if not isinstance(overrides, dict):
+        return
+    for key, spec in overrides.items():
+        if isinstance(spec, dict) and "type" not in spec and key in DEFAULT_HOOKS:
+            overrides[key] = {**DEFAULT_HOOKS[key], **spec}
+
+
+def resolve_config(cfg: Mapping | str | Path, *, work_dir: str | Path | None = None,
+                   resume: str | Path | None = None, overrides: Sequence[str] = (),
+                   runner_cls: type | None = None) -> dict:
+    """Load (when a path), apply ``overrides``, fill in ``work_dir`` / ``resume``, import
+    ``custom_imports`` and validate: the dict :func:`build_runner` builds from.
+
+    ``work_dir`` and ``resume`` given here win over the config's own.
+
+    Example::
+
+        >>> cfg = resolve_config({"model": {"type": "DigitsCNN"}, "max_epochs": 2},
+        ...                      overrides=["default_hooks.logger.interval=5"], work_dir="runs/a")
+        >>> cfg["default_hooks"], cfg["work_dir"]
+        ({'logger': {'type': 'LoggerHook', 'interval': 5}}, 'runs/a')
+    """
+    if isinstance(cfg, (str, Path)):
+        cfg = load_config(cfg)
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"a config must be a dict or a path to a YAML/JSON file, got {cfg!r}")
+    cfg = apply_overrides(cfg, overrides)
+    if work_dir is not None:
+        cfg["work_dir"] = str(work_dir)
+    if resume is not None:
+        cfg["resume"] = str(resume)
+    _fill_default_hooks(cfg)
+    _import_custom(cfg.get("custom_imports"))
+    import hookline.demo.registry  # noqa: F401  (registers DigitsCNN, DigitsDataset)
+    from hookline.hooks.catalog import import_builtin_hooks
+
+    import_builtin_hooks()
+
+    if runner_cls is None:
+        from .runner import Runner as runner_cls
+    validate_config(cfg, runner_arguments(runner_cls))
+    return cfg
+
+
+def runner_arguments(runner_cls: type) -> list[str]:
+    """The keyword arguments of ``runner_cls`` a config may set (all but ``config``)."""
+    params = inspect.signature(runner_cls.__init__).parameters
+    return [name for name, p in params.items() if name not in ("self", "config")
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def save_config(cfg: Mapping, path: str | Path) -> Path:
+    """Write ``cfg`` (made plain) as YAML to ``path``; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(yaml.safe_dump(_plain(cfg), sort_keys=False, default_flow_style=False),
+                   encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def build_runner(cfg: Mapping | str | Path, *, work_dir: str | Path | None = None,
+                 resume: str | Path | None = None, overrides: Sequence[str] = (),
+                 runner_cls: type | None = None) -> Runner:
+    """Validate a config (dict or YAML/JSON path), build the Runner, save ``work_dir/config.yaml``.
+
+    ``Runner.from_config`` is the same function. The whole config is checked
+    before the model or any data is built; the resolved config (overrides
+    applied, ``work_dir`` filled in) goes to the Runner as ``config=`` and so
+    into every checkpoint's ``meta``.
+    """
+    if runner_cls is None:
+        from .runner import Runner as runner_cls
+    cfg = resolve_config(cfg, work_dir=work_dir, resume=resume, overrides=overrides,
+                         runner_cls=runner_cls)
+    kwargs = {k: v for k, v in cfg.items() if k not in CONFIG_ONLY_KEYS}
+    plain = _plain(cfg)
+    runner = runner_cls(**kwargs, config=plain)
+    if runner.config is not None and "work_dir" not in runner.config:
+        runner.config["work_dir"] = str(runner.work_dir)
+    if runner.is_main_process:
+        save_config(runner.config, runner.work_dir / SAVED_NAME)
+    return runner
