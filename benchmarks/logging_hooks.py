@@ -9,7 +9,9 @@ Measures, in one run:
   LoggerHook(interval=50) + a silent ProgressBarHook (the defaults), and with
   a TensorboardLoggerHook(interval=50) added. Each figure is the median of
   ``--repeat`` runs, interleaved (min and median; the min is the least disturbed
-  by other load on the machine).
+  by other load on the machine);
+* the time spent inside each logging hook per iteration, from
+  ``runner.hook_profile()`` (less sensitive to machine load than the totals).
 
     .venv/bin/python benchmarks/logging_hooks.py [--repeat 5] [--iters 2000]
 """
@@ -56,7 +58,10 @@ SETUPS = {
 }
 
 
-def seconds_per_iter(name: str, iters: int) -> float:
+LOGGING = ("IterTimerHook", "LoggerHook", "ProgressBarHook", "TensorboardLoggerHook")
+
+
+def seconds_per_iter(name: str, iters: int, inside: dict | None = None) -> float:
     defaults, hooks = SETUPS[name]
     data = TensorDataset(torch.randn(iters * 32 // 4, 16), torch.randint(0, 4, (iters * 32 // 4,)))
     runner = Runner(torch.nn.Linear(16, 4), optimizer={"type": "SGD", "lr": 0.01},
@@ -65,9 +70,20 @@ def seconds_per_iter(name: str, iters: int) -> float:
                     hooks=hooks, default_hooks={"checkpoint": None, **defaults})
     runner.logger.handlers = [h for h in runner.logger.handlers if not hasattr(h, "stream")
                               or h.stream.name != "<stdout>"]
+    if inside is not None:
+        runner.hooks.start_profiling()
     start = time.perf_counter()
     runner.train()
-    return (time.perf_counter() - start) / iters
+    elapsed = (time.perf_counter() - start) / iters
+    if inside is not None:
+        for row in runner.hook_profile():
+            if row.hook in LOGGING:
+                inside.setdefault(row.hook, [0.0, 0.0])
+                if row.stage.endswith("_iter"):
+                    inside[row.hook][0] += row.total_s / iters
+                else:
+                    inside[row.hook][1] += row.total_s
+    return elapsed
 
 
 def main() -> None:
@@ -91,6 +107,12 @@ def main() -> None:
         best, median = min(values), statistics.median(values)
         print(f"{name:<38} {best * 1e6:8.1f} {median * 1e6:8.1f}  us/iter "
               f"(+{(best - base) * 1e6:.1f} us)")
+    inside: dict[str, list[float]] = {}
+    seconds_per_iter("defaults + TensorboardLoggerHook", args.iters, inside)
+    print("time inside each logging hook (runner.hook_profile()): per iteration in the "
+          "*_iter stages, and once per run in the others")
+    for hook, (per_iter, once) in inside.items():
+        print(f"  {hook:<24} {per_iter * 1e6:6.1f} us/iter  {once * 1e3:7.2f} ms/run")
 
 
 if __name__ == "__main__":
