@@ -215,6 +215,26 @@ class Runner:
         """Call ``stage`` on the hooks that override it (MMEngine's name)."""
         self.hooks.call(self, stage, **kwargs)
 
+    def on(self, stage: str, fn: Callable[..., Any] | None = None, *, priority: Any = None,
+           every: int = 1, once: bool = False, when: Callable[..., bool] | None = None) -> Any:
+        """Run a plain function at ``stage``; returns its :class:`HookHandle` (``.remove()``).
+
+        ``fn(runner, **stage_kwargs)`` gets the stage's arguments; ``every``,
+        ``once`` and ``when`` filter like everywhere in hookline (see
+        :class:`hookline.hooks.ClosureHook`). Without ``fn`` it is a decorator::
+
+            @runner.on("after_train_iter", every=100)
+            def log(runner, batch_idx, data_batch=None, outputs=None): ...
+        """
+        from hookline.hooks.closure import ClosureHook  # hooks import the engine, not back
+
+        if fn is None:
+            return lambda f: self.on(stage, f, priority=priority, every=every, once=once,
+                                     when=when)
+        hook = ClosureHook(stage, fn, priority=priority, every=every, once=once, when=when)
+        hook.handle = self.register_hook(hook)
+        return hook.handle
+
     # -- running --------------------------------------------------------------------
     def train(self) -> torch.nn.Module:
         """Train for ``max_epochs`` or ``max_iters``; returns the model."""

@@ -1,0 +1,365 @@
+"""KerasCallback: write Runner hooks as Keras callbacks (``on_epoch_end(epoch, logs)`` ...).
+
+Example::
+
+    >>> from hookline.hooks import KerasCallback
+    >>> class History(KerasCallback):
+    ...     def __init__(self):
+    ...         self.losses = []
+    ...     def on_epoch_end(self, epoch, logs=None):
+    ...         self.losses.append(logs["loss"])
+    >>> History().triggered_stages()
+    ['after_train_iter', 'after_train_epoch', 'after_val_epoch']
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any
+
+import torch
+
+from hookline.engine.hook import STAGES, Hook
+from hookline.engine.registries import HOOKS
+
+
+class _Mean:
+    """``total / count``, computed when read (``total`` may be a device tensor)."""
+
+    __slots__ = ("total", "count")
+
+    def __init__(self, total: Any, count: int) -> None:
+        self.total, self.count = total, count
+
+    def value(self) -> float:
+        total = self.total.item() if isinstance(self.total, torch.Tensor) else self.total
+        return float(total) / max(self.count, 1)
+
+
+class Logs(MutableMapping):
+    """Keras' ``logs`` dict whose values become floats when read.
+
+    Values may be device tensors or running means of them; reading one
+    (``logs["loss"]``, ``dict(logs)``, ``print(logs)``) converts it to a float,
+    which costs one host-device sync on GPU, so a callback that never reads
+    its logs never syncs.
+    """
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        self._values: dict[str, Any] = dict(values or {})
+
+    def __getitem__(self, key: str) -> float:
+        value = self._values[key]
+        if isinstance(value, _Mean):
+            value = self._values[key] = value.value()
+        elif isinstance(value, torch.Tensor):
+            value = self._values[key] = float(value.item())
+        return value
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._values[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+class _Means:
+    """Running sums of the scalar step outputs, kept on the device (no sync)."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, Any] = {}
+        self.count = 0
+
+    def add(self, outputs: Mapping[str, Any] | None) -> None:
+        if not isinstance(outputs, Mapping):
+            return
+        sums = self.sums
+        for key, value in outputs.items():
+            if isinstance(value, torch.Tensor):
+                if value.numel() != 1:
+                    continue
+                value = value.detach().reshape(())
+                # float64 sums: one kernel per value (the add promotes), exact over long epochs
+                sums[key] = sums[key] + value if key in sums else value.double()
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                sums[key] = sums[key] + value if key in sums else float(value)
+        self.count += 1
+
+    def logs(self) -> Logs:
+        """The means so far, as ``Logs`` (nothing is computed until a value is read)."""
+        return Logs({key: _Mean(total, self.count) for key, total in self.sums.items()})
+
+    def state(self) -> dict:
+        return {"sums": dict(self.sums), "count": self.count}
+
+    def load(self, state: Mapping[str, Any]) -> None:
+        self.sums = dict(state.get("sums", {}))
+        self.count = int(state.get("count", 0))
+
+
+# Keras method -> the stages it needs. on_epoch_end runs after the epoch's validation
+# (Keras puts val_* metrics into its logs), so it needs after_val_epoch too, and the
+# running means need after_train_iter.
+_METHOD_STAGES: dict[str, tuple[str, ...]] = {
+    "on_train_begin": ("before_train",),
+    "on_train_end": ("after_train_iter", "after_train_epoch", "after_val_epoch", "after_train"),
+    "on_epoch_begin": ("before_train_epoch",),
+    "on_epoch_end": ("after_train_iter", "after_train_epoch", "after_val_epoch"),
+    "on_train_batch_begin": ("before_train_iter",),
+    "on_train_batch_end": ("after_train_iter",),
+    "on_test_begin": ("before_val", "before_test"),
+    "on_test_end": ("after_val_epoch", "after_test_epoch"),
+    "on_test_batch_begin": ("before_val_iter", "before_test_iter"),
+    "on_test_batch_end": ("before_val", "before_test", "after_val_iter", "after_test_iter"),
+}
+# Keras 2 names that Keras itself forwards to the on_train_batch_* methods
+_ALIASES = {"on_batch_begin": "on_train_batch_begin", "on_batch_end": "on_train_batch_end"}
+
+
+@functools.cache
+def _overridden(cls: type) -> frozenset[str]:
+    """The Keras methods ``cls`` overrides (Keras 2 aliases count as their targets)."""
+    names = {m for m in _METHOD_STAGES if getattr(cls, m) is not getattr(KerasCallback, m)}
+    names.update(target for alias, target in _ALIASES.items() if hasattr(cls, alias))
+    return frozenset(names)
+
+
+@HOOKS.register()
+class KerasCallback(Hook):
+    """Base class for hooks written the Keras way. Override any of:
+
+    ==============================================  ==========================================
+    Keras method                                    called
+    ==============================================  ==========================================
+    ``on_train_begin(logs)``                        before the first epoch (``before_train``)
+    ``on_train_end(logs)``                          after training; ``logs`` of the last epoch
+    ``on_epoch_begin(epoch, logs)``                 before each training epoch (0-based)
+    ``on_epoch_end(epoch, logs)``                   after the epoch *and its validation*:
+                                                    epoch means of the step outputs
+                                                    (``loss`` ...) plus ``val_<metric>``
+    ``on_train_batch_begin(batch, logs)``           before each step (``batch``: index in
+                                                    the epoch; ``logs`` empty)
+    ``on_train_batch_end(batch, logs)``             after each step: running epoch means
+    ``on_test_begin(logs)`` / ``on_test_end(logs)``  around validation and test; ``on_test_end``
+                                                    gets the metrics
+    ``on_test_batch_begin/end(batch, logs)``        around each validation or test step
+    ==============================================  ==========================================
+
+    ``self.runner`` is the Runner (``self.model`` its model, ``self.params``
+    ``{"epochs", "steps"}``); set ``self.runner.stop_training = True`` to stop
+    after the current iteration. Only the stages of the methods a subclass
+    overrides are dispatched to it. ``logs`` values are floats computed from
+    device tensors when read: at epoch level that is one sync per epoch; in
+    the ``*_batch_end`` methods reading ``logs`` syncs every iteration, so
+    read them every N batches on GPU (the running sums themselves cost no sync).
+    In iteration-based runs (``max_iters``) the whole run is one "epoch".
+
+    Example::
+
+        class StopAtLoss(KerasCallback):
+            def on_epoch_end(self, epoch, logs=None):
+                if logs["loss"] < 0.1:
+                    self.runner.stop_training = True
+    """
+
+    priority = "NORMAL"
+    runner: Any = None
+
+    # -- the Keras API (no-ops) ------------------------------------------------------
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        """Training starts."""
+
+    def on_train_end(self, logs: Logs | None = None) -> None:
+        """Training ended; ``logs`` are those of the last epoch."""
+
+    def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
+        """Training epoch ``epoch`` (0-based) starts."""
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        """Training epoch ``epoch`` and its validation ended."""
+
+    def on_train_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
+        """A training step on batch ``batch`` of the epoch starts."""
+
+    def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        """A training step ended; ``logs`` are the running means of this epoch."""
+
+    def on_test_begin(self, logs: Logs | None = None) -> None:
+        """Validation or test starts."""
+
+    def on_test_end(self, logs: Logs | None = None) -> None:
+        """Validation or test ended; ``logs`` are its metrics."""
+
+    def on_test_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
+        """A validation or test step starts."""
+
+    def on_test_batch_end(self, batch: int, logs: Logs | None = None) -> None:
+        """A validation or test step ended; ``logs`` are running means of this pass."""
+
+    # -- Keras attributes ------------------------------------------------------------
+    @property
+    def model(self) -> torch.nn.Module | None:
+        """The Runner's model (Keras' ``self.model``)."""
+        return None if self.runner is None else self.runner.model
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Keras' ``self.params``: ``epochs`` (or None for ``max_iters`` runs) and ``steps``."""
+        runner = self.runner
+        if runner is None:
+            return {}
+        steps = runner.max_iters if runner.max_epochs is None else \
+            len(runner.train_dataloader) if runner.train_dataloader is not None else None
+        return {"epochs": runner.max_epochs, "steps": steps}
+
+    # -- which stages ----------------------------------------------------------------
+    def _overridden(self) -> frozenset[str]:
+        return _overridden(type(self))
+
+    def triggered_stages(self) -> list[str]:
+        """The stages the overridden Keras methods need, in run order."""
+        wanted = {s for m in self._overridden() for s in _METHOD_STAGES[m]}
+        return [s for s in STAGES if s in wanted]
+
+    def _method(self, name: str) -> Any:
+        for alias, target in _ALIASES.items():
+            if target == name and hasattr(type(self), alias) and \
+                    getattr(type(self), name) is getattr(KerasCallback, name):
+                return getattr(self, alias)
+        return getattr(self, name)
+
+    # -- state (the running means, so a resumed epoch reports the same means) ----------
+    def state_dict(self) -> dict:
+        if self._train_means is None or not self._train_means.count:
+            return {}
+        return {"train_means": self._train_means.state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if "train_means" in state:
+            self._means("train").load(state["train_means"])
+
+    _train_means: _Means | None = None
+    _test_means: _Means | None = None
+    _pending: tuple[int, Logs] | None = None
+    _last_logs: Logs | None = None
+
+    def _means(self, which: str) -> _Means:
+        attr = f"_{which}_means"
+        if getattr(self, attr) is None:
+            setattr(self, attr, _Means())
+        return getattr(self, attr)
+
+    # -- training stages -----------------------------------------------------------------
+    def before_train(self, runner) -> None:
+        self.runner = runner
+        self.on_train_begin(Logs())
+
+    def after_train(self, runner) -> None:
+        self.runner = runner
+        self._flush_epoch()
+        self.on_train_end(self._last_logs if self._last_logs is not None else Logs())
+
+    def before_train_epoch(self, runner) -> None:
+        self.runner = runner
+        self.on_epoch_begin(runner.epoch, Logs())
+
+    def before_train_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
+        self.runner = runner
+        self._method("on_train_batch_begin")(batch_idx, Logs())
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+                         outputs: dict | None = None) -> None:
+        self.runner = runner
+        means = self._means("train")
+        means.add(outputs)
+        if "on_train_batch_end" in self._overridden():
+            self._method("on_train_batch_end")(batch_idx, means.logs())
+
+    def after_train_epoch(self, runner) -> None:
+        self.runner = runner
+        self._flush_epoch()
+        logs = self._means("train").logs()
+        self._train_means = None
+        if runner.max_epochs is None:  # iteration-based: the run is one epoch, validated before
+            for key, value in runner.message_hub.info.get("val_metrics", {}).items():
+                logs[f"val_{key}"] = value
+            self._end_epoch(0, logs)
+            return
+        finished = runner.epoch + 1
+        if runner.val_dataloader is not None and (finished % runner.val_interval == 0
+                                                  or finished == runner.max_epochs):
+            self._pending = (runner.epoch, logs)  # the loop validates next: report after it
+        else:
+            self._end_epoch(runner.epoch, logs)
+
+    def _end_epoch(self, epoch: int, logs: Logs) -> None:
+        self._last_logs = logs
+        if "on_epoch_end" in self._overridden():
+            self.on_epoch_end(epoch, logs)
+
+    def _flush_epoch(self) -> None:
+        """An epoch whose validation never came (training stopped) is reported now."""
+        if self._pending is not None:
+            (epoch, logs), self._pending = self._pending, None
+            self._end_epoch(epoch, logs)
+
+    # -- validation / test stages ------------------------------------------------------------
+    def _test_begin(self, runner) -> None:
+        self.runner = runner
+        self._test_means = _Means()
+        if "on_test_begin" in self._overridden():
+            self.on_test_begin(Logs())
+
+    def _test_batch_end(self, runner, batch_idx: int, outputs: Any) -> None:
+        self.runner = runner
+        means = self._means("test")
+        means.add(outputs)
+        self.on_test_batch_end(batch_idx, means.logs())
+
+    def _test_end(self, runner, metrics: Mapping[str, float] | None) -> None:
+        self.runner = runner
+        if "on_test_end" in self._overridden():
+            self.on_test_end(Logs(metrics))
+
+    def before_val(self, runner) -> None:
+        self._test_begin(runner)
+
+    def before_test(self, runner) -> None:
+        self._test_begin(runner)
+
+    def before_val_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
+        self.runner = runner
+        self.on_test_batch_begin(batch_idx, Logs())
+
+    def before_test_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
+        self.runner = runner
+        self.on_test_batch_begin(batch_idx, Logs())
+
+    def after_val_iter(self, runner, batch_idx: int, data_batch: Any = None,
+                       outputs: Any = None) -> None:
+        self._test_batch_end(runner, batch_idx, outputs)
+
+    def after_test_iter(self, runner, batch_idx: int, data_batch: Any = None,
+                        outputs: Any = None) -> None:
+        self._test_batch_end(runner, batch_idx, outputs)
+
+    def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+        self._test_end(runner, metrics)
+        if self._pending is not None:
+            (epoch, logs), self._pending = self._pending, None
+            for key, value in (metrics or {}).items():
+                logs[f"val_{key}"] = value
+            self._end_epoch(epoch, logs)
+
+    def after_test_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+        self._test_end(runner, metrics)
