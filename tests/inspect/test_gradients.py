@@ -58,7 +58,7 @@ def test_alerts_name_the_parameter_step_and_kind():
     kinds = {(s, k) for s, _, k in alerts if s in (1, 2, 3)}
     assert kinds == {(1, "vanishing"), (2, "exploding"), (3, "nan")}
     assert {n for s, n, _ in alerts if s == 1} == {n for n, _ in model.named_parameters()}
-    assert (4, "2.bias", "inf") in alerts
+    assert (4, "4.bias", "inf") in alerts  # the last bias: inf without NaN
     assert all(kind in ("vanishing", "exploding", "nan", "inf") for _, _, kind in alerts)
     assert "nan" in monitor.table() or "inf" in monitor.table()
 
@@ -161,3 +161,15 @@ def test_edit_gradients_with_and_without_names():
     with edit_gradients([model[0].weight], lambda g: g * 2):
         _step(model)
     assert hook_state(model) == before
+
+
+def test_sparse_gradients_are_summarised_like_dense_ones():
+    emb = nn.Embedding(10, 3, sparse=True)
+    with GradientMonitor(emb) as monitor:
+        emb(torch.tensor([1, 1, 4])).pow(2).sum().backward()
+    dense = emb.weight.grad.to_dense()
+    stats = monitor.report()["weight"]
+    assert stats["norm"] == pytest.approx(float(dense.norm()), rel=1e-5)
+    assert stats["mean"] == pytest.approx(float(dense.mean()), rel=1e-5, abs=1e-7)
+    assert stats["std"] == pytest.approx(float(dense.std(correction=0)), rel=1e-4)
+    assert stats["max"] == pytest.approx(float(dense.abs().max()), rel=1e-6)

@@ -87,7 +87,7 @@ class ActivationStats(HookTool):
             wanted = ", ".join(t.__name__ for t in types)
             raise ConfigError(f"{type(model).__name__} has no module of types {wanted} "
                               f"(module types present: {', '.join(present)})")
-        self._totals: dict[str, torch.Tensor] = {}
+        self._totals: dict[str, list[Any]] = {}  # name -> [calls, elements, sums, min, max]
         self._samples: dict[str, torch.Tensor] = {}
         self._bounds = {n: output_bounds(m) for n, m in self.layers}
         for name, module in self.layers:
@@ -103,30 +103,22 @@ class ActivationStats(HookTool):
     def _add(self, name: str, y: torch.Tensor) -> None:
         acc = torch.float32 if y.device.type == "mps" else torch.float64
         flat = y.reshape(-1)
+        counted = [flat.sum(dtype=acc), torch.linalg.vector_norm(flat, dtype=acc).square(),
+                   (flat == 0).sum().to(acc)]
         bounds = self._bounds[name]
-        if bounds is None:
-            saturated = torch.zeros((), device=y.device, dtype=acc)
-        else:
+        if bounds is not None:
             margin = self.saturation * (bounds[1] - bounds[0])
-            saturated = ((flat <= bounds[0] + margin) | (flat >= bounds[1] - margin)).sum().to(acc)
-        part = torch.stack([
-            torch.ones((), device=y.device, dtype=acc),                  # calls
-            torch.full((), flat.numel(), device=y.device, dtype=acc),     # count (a fill, not a copy)
-            flat.sum(dtype=acc),
-            torch.linalg.vector_norm(flat, dtype=acc).square(),
-            flat.min().to(acc),
-            flat.max().to(acc),
-            (flat == 0).sum().to(acc),
-            saturated,
-        ])
+            counted.append(((flat <= bounds[0] + margin) | (flat >= bounds[1] - margin)).sum().to(acc))
+        low, high = torch.aminmax(flat)
         total = self._totals.get(name)
         if total is None:
-            self._totals[name] = part
-        else:
-            total[:4] += part[:4]
-            total[4] = torch.minimum(total[4], part[4])
-            total[5] = torch.maximum(total[5], part[5])
-            total[6:] += part[6:]
+            self._totals[name] = [1, flat.numel(), torch.stack(counted), low, high]
+        else:  # calls and element counts are host ints: no device work for them
+            total[0] += 1
+            total[1] += flat.numel()
+            total[2] += torch.stack(counted)
+            total[3] = torch.minimum(total[3], low)
+            total[4] = torch.maximum(total[4], high)
         if self.samples:
             step = max(1, flat.numel() // self.samples)
             self._samples[name] = flat[::step][: self.samples].clone()
@@ -138,12 +130,14 @@ class ActivationStats(HookTool):
             total = self._totals.get(name)
             if total is None:
                 continue
-            calls, count, s, ss, lo, hi, zeros, saturated = total.cpu().tolist()
+            calls, count, sums, low, high = total
+            s, ss, zeros, *saturated = sums.tolist()
+            lo, hi = float(low), float(high)
             mean = s / count
             out[name] = {
                 "calls": int(calls), "mean": mean, "std": max(ss / count - mean * mean, 0.0) ** 0.5,
                 "min": lo, "max": hi, "dead": zeros / count,
-                "saturated": None if self._bounds[name] is None else saturated / count,
+                "saturated": saturated[0] / count if saturated else None,
             }
         return out
 

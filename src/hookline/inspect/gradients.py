@@ -49,17 +49,32 @@ ALERT_KINDS = ("vanishing", "exploding", "nan", "inf")
 FLUSH_EVERY = 100
 
 
-def _grad_stats(grad: torch.Tensor) -> torch.Tensor:
-    """``[norm, mean, std, max |g|, has NaN, has Inf]`` of ``grad`` as a float32 tensor on its device."""
-    g = grad.detach()
-    if g.is_sparse:
-        g = g.coalesce().values()
-    f = g.float()
-    if f.numel() == 0:
-        return torch.zeros(6, device=f.device)
-    std, mean = torch.std_mean(f, correction=0)
-    return torch.stack([torch.linalg.vector_norm(f), mean, std, f.abs().amax(),
-                        torch.isnan(f).any().float(), torch.isinf(f).any().float()])
+def _grad_sums(grads: list[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
+    """``[L2 norm, sum, max |g|]`` per gradient, as a ``[len(grads), 3]`` tensor on their device.
+
+    The norms use ``torch._foreach_norm`` (one call for all gradients, as
+    ``clip_grad_norm_`` does) where it applies; sparse gradients go one by one.
+    """
+    dense = [g.detach() for g in grads]
+    if hasattr(torch, "_foreach_norm") and not any(g.is_sparse for g in dense):
+        norms = torch._foreach_norm(dense, 2, dtype=dtype)
+        maxes = torch._foreach_norm(dense, float("inf"), dtype=dtype)
+        sums = [g.sum(dtype=dtype) for g in dense]
+        return torch.stack([torch.stack(norms), torch.stack(sums), torch.stack(maxes)], 1)
+    rows = []
+    for g in dense:
+        g = g.coalesce().values() if g.is_sparse else g
+        rows += [torch.linalg.vector_norm(g, dtype=dtype), g.sum(dtype=dtype),
+                 torch.linalg.vector_norm(g, ord=float("inf"), dtype=dtype)]
+    return torch.stack(rows).view(-1, 3)
+
+
+def _finish(raw: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """Host-side ``[norm, mean, std, max]`` (float32) from rows of ``[norm, sum, max]``."""
+    norm, total, amax = raw.double().unbind(1)
+    mean = total / counts
+    std = (norm * norm / counts - mean * mean).clamp_min(0).sqrt()
+    return torch.stack([norm, mean, std, amax], 1).float()
 
 
 class GradientMonitor(HookTool):
@@ -74,9 +89,15 @@ class GradientMonitor(HookTool):
         history: how many recorded steps to keep.
         max_alerts: how many alerts to keep (the latest).
 
-    ``alerts`` lists ``(step, name, kind)`` with kind ``"vanishing"``,
-    ``"exploding"``, ``"nan"`` or ``"inf"`` (a gradient with NaN or Inf gets
-    those kinds, not a norm-based one). Steps count from 0.
+    ``alerts`` lists ``(step, name, kind)`` with kind ``"vanishing"`` (norm
+    below ``vanish``), ``"exploding"`` (norm above ``explode``), ``"nan"`` (the
+    gradient has a NaN) or ``"inf"`` (it has an Inf and no NaN); the
+    norm-based kinds apply to finite gradients only. Steps count from 0.
+
+    Per recorded step, the device computes three reductions per parameter
+    (L2 norm, sum, max |g|, in float64; the norms with one ``_foreach_norm``
+    call for all parameters); mean and std are derived from them on the
+    host, where each step is kept as a small float32 tensor.
     """
 
     def __init__(self, model: nn.Module, every: int = 1, vanish: float = 1e-7, explode: float = 1e4, *,
@@ -97,10 +118,12 @@ class GradientMonitor(HookTool):
         self.step = 0
         self._task: int | None = None
         self._grads: list[tuple[str, torch.Tensor]] = []
+        self._numel = {n: p.numel() for n, p in params}
+        self._groups: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._pending: list[tuple[int, tuple[str, ...], torch.Tensor]] = []
-        self._history: deque[tuple[int, tuple[str, ...], list[list[float]]]] = deque(maxlen=history)
+        self._history: deque[tuple[int, tuple[str, ...], torch.Tensor]] = deque(maxlen=history)
         self._alerts: deque[tuple[int, str, str]] = deque(maxlen=max_alerts)
-        self._latest: dict[str, tuple[int, list[float]]] = {}
+        self._latest: dict[str, tuple[int, torch.Tensor, int]] = {}
         for name, param in params:
             self._hook_tensor(param, self._recorder(name), "post_accumulate_grad", name)
 
@@ -120,48 +143,55 @@ class GradientMonitor(HookTool):
     def _end_step(self) -> None:
         self._task = None
         grads, self._grads = self._grads, []
-        if grads:
-            by_device: dict[torch.device, list[tuple[str, torch.Tensor]]] = {}
-            for name, param in grads:
-                if param.grad is not None:  # None: cleared after a backward that raised
-                    by_device.setdefault(param.grad.device, []).append((name, param))
-            with torch.no_grad():
-                for group in by_device.values():
-                    stats = torch.stack([_grad_stats(p.grad) for _, p in group])
-                    self._pending.append((self.step, tuple(n for n, _ in group), stats))
+        by_device: dict[torch.device, list[tuple[str, torch.Tensor]]] = {}
+        for name, param in grads:
+            if param.grad is not None and param.numel():  # None: cleared after a backward that raised
+                by_device.setdefault(param.grad.device, []).append((name, param))
+        with torch.no_grad():
+            for device, group in by_device.items():
+                dtype = torch.float32 if device.type == "mps" else torch.float64
+                raw = _grad_sums([p.grad for _, p in group], dtype)
+                key = tuple(n for n, _ in group)
+                names = self._groups.get(key)
+                if names is None:  # one names tuple per distinct group, shared by the steps
+                    names = self._groups[key] = key
+                self._pending.append((self.step, names, raw))
         self.step += 1
         if len(self._pending) >= FLUSH_EVERY:
             self._flush()
 
     # -- on the host -----------------------------------------------------------------
     def _flush(self) -> None:
+        """Copy pending statistics to the host (one copy per device) and check them for alerts."""
         pending, self._pending = self._pending, []
         if not pending:
             return
-        rows_by_device: dict[torch.device, list[list[float]]] = {}
-        for device in {stats.device for _, _, stats in pending}:
-            batch = torch.cat([stats for _, _, stats in pending if stats.device == device])
-            rows_by_device[device] = batch.cpu().tolist()  # one copy per device for all pending steps
-        offsets = dict.fromkeys(rows_by_device, 0)
-        for step, names, stats in pending:
-            start = offsets[stats.device]
-            rows = rows_by_device[stats.device][start:start + len(names)]
-            offsets[stats.device] = start + len(names)
-            self._history.append((step, names, rows))
-            for name, row in zip(names, rows):
-                self._latest[name] = (step, row)
-                for kind in self._kinds(row):
-                    self._alerts.append((step, name, kind))
-
-    def _kinds(self, row: list[float]) -> list[str]:
-        norm, _mean, _std, _max, nan, inf = row
-        kinds = (["nan"] if nan else []) + (["inf"] if inf else [])
-        if not kinds:
-            if norm < self.vanish:
-                kinds.append("vanishing")
-            elif norm > self.explode:
-                kinds.append("exploding")
-        return kinds
+        host: dict[int, torch.Tensor] = {}
+        for device in {raw.device for _, _, raw in pending}:
+            mine = [i for i, (_, _, raw) in enumerate(pending) if raw.device == device]
+            rows = torch.cat([pending[i][2] for i in mine]).cpu()
+            counts = torch.tensor([self._numel[n] for i in mine for n in pending[i][1]], dtype=torch.float64)
+            stats = _finish(rows, counts)
+            start = 0
+            for i in mine:
+                size = len(pending[i][1])
+                host[i] = stats[start:start + size]
+                start += size
+        for i, (step, names, _raw) in enumerate(pending):
+            stats = host[i]
+            self._history.append((step, names, stats))
+            for row, name in enumerate(names):
+                self._latest[name] = (step, stats, row)
+            norm, amax = stats[:, 0], stats[:, 3]
+            flags = {"nan": torch.isnan(amax), "inf": torch.isinf(amax), "vanishing": norm < self.vanish,
+                     "exploding": norm > self.explode}
+            flags["vanishing"] &= torch.isfinite(amax)
+            flags["exploding"] &= torch.isfinite(amax)
+            if any(bool(mask.any()) for mask in flags.values()):
+                for row, name in enumerate(names):
+                    for kind in ALERT_KINDS:
+                        if flags[kind][row]:
+                            self._alerts.append((step, name, kind))
 
     def report(self) -> dict[str, dict[str, float]]:
         """The latest statistics per parameter name: ``{"step", "norm", "mean", "std", "max"}``.
@@ -173,8 +203,8 @@ class GradientMonitor(HookTool):
         out: dict[str, dict[str, float]] = {}
         for name in self.names:
             if name in self._latest:
-                step, row = self._latest[name]
-                out[name] = {"step": step, **dict(zip(STATS, row[:4]))}
+                step, stats, row = self._latest[name]
+                out[name] = {"step": step, **dict(zip(STATS, stats[row].tolist()))}
         return out
 
     @property
@@ -191,8 +221,8 @@ class GradientMonitor(HookTool):
             raise ConfigError.unknown("parameter name", name, self.names)
         self._flush()
         column = STATS.index(stat)
-        return [(step, rows[names.index(name)][column])
-                for step, names, rows in self._history if name in names]
+        return [(step, float(stats[names.index(name), column]))
+                for step, names, stats in self._history if name in names]
 
     def reset(self) -> None:
         """Forget statistics, history and alerts (the step count stays)."""
