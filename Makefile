@@ -16,7 +16,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
 
 test: lint
-	$(PY) -m pytest -q -n 2
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2
 
 demo: $(STAMP)
 	$(VENV)/bin/hookline train --work-dir work_dirs/demo
