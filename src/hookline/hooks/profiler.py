@@ -24,6 +24,10 @@ from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
 _ACTIVITIES = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
+# torch >= 2.4 calls it "device" time; older versions only have the "cuda" name
+_DEVICE_SORT = ("self_device_time_total"
+                if hasattr(torch.autograd.profiler_util.FunctionEventAvg(), "self_device_time_total")
+                else "self_cuda_time_total")
 
 
 def _count(name: str, value: Any, minimum: int) -> int:
@@ -144,7 +148,7 @@ class ProfilerHook(Hook):
             runner.logger.info("ProfilerHook: trace of iterations up to %d written to %s",
                                runner.iter + 1, ", ".join(map(str, new)) or out_dir)
             if self.row_limit:
-                sort_by = "self_cuda_time_total" if ProfilerActivity.CUDA in activities \
+                sort_by = _DEVICE_SORT if ProfilerActivity.CUDA in activities \
                     else "self_cpu_time_total"
                 runner.logger.info("ProfilerHook: top operators by %s:\n%s", sort_by,
                                    prof.key_averages().table(sort_by=sort_by,
