@@ -43,7 +43,8 @@ def test_stage_order_of_a_training_run(tmp_path):
     val = calls[calls.index("before_val"):]
     assert val[:2] == ["before_val", "before_val_epoch"]
     assert val.count("before_val_iter") == len(runner.val_dataloader)
-    assert calls[-3:] == ["after_val", "after_train", "after_run"]
+    # the CheckpointHook writes the epoch checkpoint again after the validation that follows it
+    assert calls[-4:] == ["after_val", "before_save_checkpoint", "after_train", "after_run"]
 
 
 def test_hooks_run_by_priority_defaults_first_on_ties(tmp_path):

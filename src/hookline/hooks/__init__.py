@@ -8,6 +8,8 @@ Example::
 """
 
 from .checkpoint import CheckpointHook
+from .checkpoint_loader import CheckpointLoaderHook
+from .evaluation import DistEvalHook, EvalHook
 from .closure import ClosureHook
 from .early_stopping import EarlyStoppingHook
 from .ema import EMAHook
@@ -15,9 +17,10 @@ from .invalid_loss import CheckInvalidLossHook, InvalidLossError
 from .iter_timer import IterTimerHook
 from .keras import KerasCallback
 from .logger import LoggerHook, TextLoggerHook
+from .lr_updater import ExponentialWarmupLR, LrUpdaterHook, PolyLR
 from .memory import EmptyCacheHook
-from .optimizer import OptimizerHook
-from .param_scheduler import ParamSchedulerHook
+from .optimizer import Fp16OptimizerHook, GradientCumulativeOptimizerHook, OptimizerHook
+from .param_scheduler import MomentumUpdaterHook, ParamSchedulerHook
 from .profiler import ProfilerHook
 from .progress import ProgressBarHook
 from .sampler_seed import DistSamplerSeedHook
@@ -27,17 +30,26 @@ from .tensorboard import TensorboardLoggerHook
 __all__ = [
     "CheckInvalidLossHook",
     "CheckpointHook",
+    "CheckpointLoaderHook",
     "ClosureHook",
+    "DistEvalHook",
     "DistSamplerSeedHook",
     "EMAHook",
     "EarlyStoppingHook",
     "EmptyCacheHook",
+    "EvalHook",
+    "ExponentialWarmupLR",
+    "Fp16OptimizerHook",
+    "GradientCumulativeOptimizerHook",
     "InvalidLossError",
     "IterTimerHook",
     "KerasCallback",
     "LoggerHook",
+    "LrUpdaterHook",
+    "MomentumUpdaterHook",
     "OptimizerHook",
     "ParamSchedulerHook",
+    "PolyLR",
     "ProfilerHook",
     "ProgressBarHook",
     "SyncBuffersHook",

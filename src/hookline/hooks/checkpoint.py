@@ -1,10 +1,14 @@
 """CheckpointHook: periodic, last, best-by-metric and keep-N checkpoints.
 
+Every file is a full, resumable checkpoint (model, optimizer, schedulers,
+AMP scaler, every hook's state, RNG, position in the data), written
+atomically with a ``latest`` pointer beside it.
+
 Example::
 
     >>> from hookline.hooks import CheckpointHook
     >>> hook = CheckpointHook(interval=2, max_keep_ckpts=3, save_best="accuracy")
-    >>> hook.rule
+    >>> hook.best.rule
     'greater'
 """
 
@@ -20,22 +24,137 @@ from hookline.engine.registries import HOOKS
 from ._rules import infer_rule, is_better
 
 
+def run_position(runner) -> tuple[int, int, int]:
+    """(finished epochs, batches done in the current epoch, finished iterations) right now.
+
+    The runner advances ``epoch``/``iter`` after the ``after_train_*`` hooks;
+    this is where a checkpoint written at this moment would resume from.
+    """
+    return tuple(getattr(runner, "_position", (runner.epoch, 0, runner.iter)))
+
+
+class BestCheckpoint:
+    """Tracks the best value of one validation metric and keeps its checkpoint.
+
+    Shared by :class:`CheckpointHook` and :class:`~hookline.hooks.EvalHook`.
+    ``save_best`` is a metric name or ``"auto"`` (the first metric the user
+    named, else the first validation result); ``rule`` is ``"greater"`` or
+    ``"less"`` and is inferred from the name when None. A name whose rule
+    cannot be inferred is a :class:`ConfigError` here, at construction, or
+    (for ``"auto"``) before training starts when the metric names are known.
+
+    Example::
+
+        >>> from hookline.hooks.checkpoint import BestCheckpoint
+        >>> best = BestCheckpoint("val/mIoU")
+        >>> best.rule, best.filename("val/mIoU", "epoch_3")
+        ('greater', 'best_val_mIoU_epoch_3.pth')
+    """
+
+    def __init__(self, save_best: str, rule: str | None = None, owner: str = "CheckpointHook"
+                 ) -> None:
+        if not isinstance(save_best, str) or not save_best:
+            raise ConfigError(f"{owner} save_best must be a metric name or 'auto', got {save_best!r}")
+        if rule is not None:
+            infer_rule("", rule)  # validates the spelling
+        self.owner = owner
+        self.key: str | None = None if save_best == "auto" else save_best
+        self._rule_arg = rule
+        self.rule: str | None = infer_rule(self.key, rule) if self.key is not None else rule
+        self.best_score: float | None = None
+        self.best_ckpt: str | None = None
+
+    @staticmethod
+    def filename(key: str, step: str) -> str:
+        return f"best_{key.replace('/', '_')}_{step}.pth"
+
+    def resolve(self, names: list[str]) -> None:
+        """Fix the metric of ``"auto"`` from the metric names known before training."""
+        if self.key is None and names:
+            self._set_key(names[0])
+
+    def _set_key(self, key: str) -> None:
+        self.key = key
+        self.rule = infer_rule(key, self._rule_arg)
+
+    def update(self, runner, metrics: dict[str, float], folder: Path, *,
+               save_optimizer: bool = True) -> bool:
+        """Save a best checkpoint when ``metrics`` beat the best so far; True if saved."""
+        if not metrics:
+            return False
+        if self.key is None:
+            self._set_key(next(iter(metrics)))
+        if self.key not in metrics:
+            raise ConfigError(f"{self.owner} save_best={self.key!r} is not among the validation "
+                              f"metrics {sorted(metrics)}")
+        value = float(metrics[self.key])
+        if not is_better(value, self.best_score, self.rule):
+            return False
+        previous = self.best_ckpt
+        epoch, batch, iters = run_position(runner)
+        step = f"epoch_{epoch}" if runner.max_epochs is not None and batch == 0 else f"iter_{iters}"
+        self.best_score = value
+        self.best_ckpt = self.filename(self.key, step)
+        runner.save_checkpoint(folder / self.best_ckpt, save_optimizer=save_optimizer)
+        runner.logger.info("new best %s %.4f: saved %s", self.key, value, self.best_ckpt)
+        if previous and previous != self.best_ckpt and runner.is_main_process:
+            (folder / previous).unlink(missing_ok=True)
+        return True
+
+    def state_dict(self) -> dict:
+        return {"key": self.key, "rule": self.rule, "best_score": self.best_score,
+                "best_ckpt": self.best_ckpt}
+
+    def load_state_dict(self, state: dict) -> None:
+        if self.key is None and state.get("key") is not None:
+            self.key = state["key"]
+            self.rule = self._rule_arg or state.get("rule")
+        self.best_score = state.get("best_score")
+        self.best_ckpt = state.get("best_ckpt")
+
+
+def _validation_follows(runner, done: int, interval: int, last: int | None) -> bool:
+    """Whether the Runner's own loop validates right after ``done`` epochs/iterations."""
+    return runner.val_dataloader is not None and (done % interval == 0 or done == last)
+
+
+def metric_names(runner) -> list[str]:
+    """The metric names a run's validation will report, as far as known before it runs."""
+    return list(getattr(runner, "metrics", None) or {})
+
+
 @HOOKS.register()
 class CheckpointHook(Hook):
     """Saves resumable checkpoints (written atomically, with a ``latest`` pointer).
 
+    A periodic checkpoint that the Runner's own validation follows is written
+    again after that validation, so that it holds what validation changed
+    (best score, ReduceLROnPlateau, early-stopping counters) and a run resumed
+    from it continues exactly.
+
     Args:
         interval: save every ``interval`` epochs (``by_epoch``) or iterations.
+            In an iteration-based run (``max_iters``), ``by_epoch=True`` counts
+            passes over the training data (``len(train_dataloader)`` iterations).
         by_epoch: count epochs (files ``epoch_N.pth``) or iterations (``iter_N.pth``).
         save_optimizer: include optimizer, schedulers and scaler (needed to resume).
         out_dir: folder for the files (default: the run's ``work_dir``).
-        max_keep_ckpts: keep only the newest N periodic checkpoints (-1: all).
+        max_keep_ckpts: keep only the newest N periodic checkpoints (-1: all);
+            the list survives resume, so a resumed run deletes the right files.
         save_last: always save at the end of training.
         save_best: a validation metric name, or ``"auto"`` for the first one;
             the best checkpoint (``best_<metric>_epoch_N.pth``) keeps the
-            optimizer state, so it is resumable.
-        rule: ``"greater"`` or ``"less"``; inferred from the name when None.
+            optimizer state, so it is resumable; the best score survives resume.
+        rule: ``"greater"`` or ``"less"``; inferred from the name when None
+            (acc, top, auc, precision, mAP, mIoU ... -> greater; loss ... -> less;
+            otherwise a :class:`ConfigError` at construction).
         filename_tmpl: e.g. ``"ckpt_{}.pth"``; ``{}`` is the epoch or iteration.
+
+    Example::
+
+        >>> hook = CheckpointHook(interval=1, max_keep_ckpts=2, save_best="loss")
+        >>> hook.best.rule, hook.state_dict()["kept"]
+        ('less', [])
     """
 
     priority = "VERY_LOW"
@@ -44,10 +163,15 @@ class CheckpointHook(Hook):
                  out_dir: str | Path | None = None, max_keep_ckpts: int = -1,
                  save_last: bool = True, save_best: str | None = None, rule: str | None = None,
                  filename_tmpl: str | None = None) -> None:
-        if not isinstance(interval, int) or interval < 1:
+        if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
             raise ConfigError(f"CheckpointHook interval must be an int >= 1, got {interval!r}")
+        if not isinstance(max_keep_ckpts, int) or max_keep_ckpts == 0 or max_keep_ckpts < -1:
+            raise ConfigError("CheckpointHook max_keep_ckpts must be -1 (keep all) or an int "
+                              f">= 1, got {max_keep_ckpts!r}")
         if filename_tmpl is not None and "{}" not in filename_tmpl:
             raise ConfigError(f"filename_tmpl needs a '{{}}' placeholder, got {filename_tmpl!r}")
+        if save_best is None and rule is not None:
+            infer_rule("", rule)
         self.interval = interval
         self.by_epoch = by_epoch
         self.save_optimizer = save_optimizer
@@ -55,45 +179,88 @@ class CheckpointHook(Hook):
         self.max_keep_ckpts = max_keep_ckpts
         self.save_last = save_last
         self.save_best = save_best
-        self.rule = None if save_best in (None, "auto") else infer_rule(save_best, rule)
-        self._rule_arg = rule
-        self.filename_tmpl = filename_tmpl or ("epoch_{}.pth" if by_epoch else "iter_{}.pth")
+        self.best = BestCheckpoint(save_best, rule) if save_best is not None else None
+        self.filename_tmpl = filename_tmpl
+        self._tmpl = filename_tmpl or ("epoch_{}.pth" if by_epoch else "iter_{}.pth")
         self.kept: list[str] = []
-        self.best_score: float | None = None
-        self.best_ckpt: str | None = None
         self._last_saved_iter: int | None = None
+        self._training = False
+        self._resave: str | None = None
+        self._epochs = by_epoch  # by epoch in an epoch-based run; set in before_train
+        self._period = interval  # iterations between saves when counting iterations
+
+    @property
+    def rule(self) -> str | None:
+        return self.best.rule if self.best is not None else None
+
+    @property
+    def best_score(self) -> float | None:
+        return self.best.best_score if self.best is not None else None
+
+    @property
+    def best_ckpt(self) -> str | None:
+        return self.best.best_ckpt if self.best is not None else None
 
     # -- state ------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {"kept": list(self.kept), "best_score": self.best_score,
-                "best_ckpt": self.best_ckpt, "rule": self.rule}
+        state: dict[str, Any] = {"kept": list(self.kept)}
+        if self.best is not None:
+            state["best"] = self.best.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         self.kept = list(state.get("kept", []))
-        self.best_score = state.get("best_score")
-        self.best_ckpt = state.get("best_ckpt")
-        self.rule = self.rule or state.get("rule")
+        if self.best is not None and "best" in state:
+            self.best.load_state_dict(state["best"])
 
     # -- when to save -------------------------------------------------------------------
     def _folder(self, runner) -> Path:
         return self.out_dir if self.out_dir is not None else runner.work_dir
 
+    def before_run(self, runner) -> None:
+        self._training = False  # a standalone val() saves no best checkpoint
+
+    def before_train(self, runner) -> None:
+        self._training = True
+        self._epochs = self.by_epoch and runner.max_epochs is not None
+        length = len(runner.train_dataloader)
+        self._period = self.interval * length if self.by_epoch and not self._epochs \
+            else self.interval
+        if self.filename_tmpl is None:
+            self._tmpl = "epoch_{}.pth" if self._epochs else "iter_{}.pth"
+        else:
+            self._tmpl = self.filename_tmpl
+        self._last_saved_iter = runner.iter  # nothing new to save before an iteration runs
+        if self.best is not None:
+            self.best.resolve(metric_names(runner))
+
     def after_train_epoch(self, runner) -> None:
-        if not self.by_epoch or runner.max_epochs is None:
+        if not self._epochs:
             return
         if self.every_n_epochs(runner, self.interval) or (
                 self.save_last and self.is_last_train_epoch(runner)):
-            self._save_periodic(runner, self.filename_tmpl.format(runner.epoch + 1),
-                                runner.iter)
+            self._save_periodic(runner, self._tmpl.format(runner.epoch + 1), runner.iter)
+            if _validation_follows(runner, runner.epoch + 1, runner.val_interval, runner.max_epochs):
+                self._resave = self.kept[-1]
 
     def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
-        if self.by_epoch and runner.max_epochs is not None:
+        if self._epochs:
             return
-        if self.every_n_train_iters(runner, self.interval) or (
+        if self.every_n_train_iters(runner, self._period) or (
                 self.save_last and self.is_last_train_iter(runner)):
-            self._save_periodic(runner, self.filename_tmpl.format(runner.iter + 1),
-                                runner.iter + 1)
+            self._save_periodic(runner, self._tmpl.format(runner.iter + 1), runner.iter + 1)
+            if runner.max_epochs is None and _validation_follows(
+                    runner, runner.iter + 1, runner.val_interval, runner.max_iters):
+                self._resave = self.kept[-1]
+
+    def after_val(self, runner) -> None:
+        """Write the checkpoint saved just before this validation again, now holding what
+        validation changed (best score, ReduceLROnPlateau, early-stopping counters, RNG),
+        so that resuming from it continues exactly as the run did."""
+        name, self._resave = self._resave, None
+        if name is not None and self._training:
+            runner.save_checkpoint(self._folder(runner) / name, save_optimizer=self.save_optimizer)
 
     def after_train(self, runner) -> None:
         """Training ended early (``stop_training``): keep its final state too."""
@@ -101,8 +268,9 @@ class CheckpointHook(Hook):
             self._save_periodic(runner, f"iter_{runner.iter}.pth", runner.iter)
 
     def _save_periodic(self, runner, name: str, iteration: int) -> None:
-        if name not in self.kept:
-            self.kept.append(name)
+        if name in self.kept:
+            self.kept.remove(name)
+        self.kept.append(name)
         stale = []
         if self.max_keep_ckpts > 0:
             while len(self.kept) > self.max_keep_ckpts:
@@ -116,24 +284,10 @@ class CheckpointHook(Hook):
 
     # -- best ---------------------------------------------------------------------------
     def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
-        if self.save_best is None or not metrics:
+        if self.best is None or not metrics or not self._training:
             return
-        key = next(iter(metrics)) if self.save_best == "auto" else self.save_best
-        if key not in metrics:
-            raise ConfigError(f"save_best={self.save_best!r} is not among the validation "
-                              f"metrics {sorted(metrics)}")
-        if self.rule is None:
-            self.rule = infer_rule(key, self._rule_arg)
-        value = float(metrics[key])
-        if not is_better(value, self.best_score, self.rule):
-            return
-        previous = self.best_ckpt
-        self.best_score = value
-        step = f"epoch_{runner.epoch}" if runner.max_epochs is not None else f"iter_{runner.iter}"
-        self.best_ckpt = f"best_{key.replace('/', '_')}_{step}.pth"
-        runner.save_checkpoint(self._folder(runner) / self.best_ckpt,
-                               save_optimizer=self.save_optimizer)
-        runner.logger.info("new best %s %.4f: saved %s", key, value, self.best_ckpt)
-        if previous and previous != self.best_ckpt and previous not in self.kept \
-                and runner.is_main_process:
-            (self._folder(runner) / previous).unlink(missing_ok=True)
+        self.best.update(runner, metrics, self._folder(runner), save_optimizer=self.save_optimizer)
+
+    def __repr__(self) -> str:
+        return (f"CheckpointHook(interval={self.interval}, by_epoch={self.by_epoch}, "
+                f"max_keep_ckpts={self.max_keep_ckpts}, save_best={self.save_best!r})")

@@ -1,10 +1,17 @@
 """ParamSchedulerHook: steps ``torch.optim.lr_scheduler`` schedulers per epoch or iteration.
 
+The schedulers come from the Runner's ``param_scheduler`` argument (objects
+or configs naming any ``torch.optim.lr_scheduler`` class); their state is
+saved in checkpoints by the Runner. For mmcv's ``lr_config`` style see
+:class:`~hookline.hooks.LrUpdaterHook`; ``MomentumUpdaterHook`` (here) is
+mmcv's ``momentum_config``, and mmcv's per-policy class names
+(``StepLrUpdaterHook``, ``OneCycleMomentumUpdaterHook`` ...) are registered here.
+
 Example::
 
     >>> from hookline.hooks import ParamSchedulerHook
     >>> ParamSchedulerHook().triggered_stages()
-    ['before_train', 'after_train_iter', 'after_train_epoch', 'after_val_epoch']
+    ['before_run', 'before_train', 'after_train_iter', 'after_train_epoch', 'after_val_epoch']
 """
 
 from __future__ import annotations
@@ -17,15 +24,40 @@ from hookline.core import ConfigError
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
+from .lr_updater import MOMENTUM_POLICIES, LrUpdaterHook, _anneal, _lengths, _UpdaterBase
+
 
 @HOOKS.register()
 class ParamSchedulerHook(Hook):
-    """Steps ``runner.param_schedulers``: ``by_epoch`` ones after each training epoch
-    (or, in an iteration-based run, every ``len(train_dataloader)`` iterations), the
-    others after each iteration, and ReduceLROnPlateau after validation on its
-    ``monitor`` metric (default ``"loss"``)."""
+    """Steps ``runner.param_schedulers``.
+
+    * ``by_epoch`` schedulers step after each training epoch (in an
+      iteration-based run: every ``len(train_dataloader)`` iterations);
+    * the others step after each iteration, so iteration ``i`` (0-based)
+      trains with the value the scheduler gives after ``i`` steps;
+    * ReduceLROnPlateau steps after each validation during training, on its
+      ``monitor`` metric (default ``"loss"``); a standalone ``runner.val()``
+      does not step it.
+
+    Example::
+
+        >>> import torch
+        >>> opt = torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
+        >>> plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0)
+        >>> plateau.monitor = "accuracy"   # or {"type": "ReduceLROnPlateau", "monitor": ...}
+    """
 
     priority = "LOW"
+
+    def __init__(self) -> None:
+        self._per_iter: list = []
+        self._per_epoch: list = []
+        self._plateau: list = []
+        self._epoch_length: int | None = None
+        self._training = False
+
+    def before_run(self, runner) -> None:
+        self._training = False
 
     def before_train(self, runner) -> None:
         self._per_iter = [s for s, by_epoch in runner.param_schedulers
@@ -35,6 +67,11 @@ class ParamSchedulerHook(Hook):
         self._plateau = [s for s, _ in runner.param_schedulers if isinstance(s, ReduceLROnPlateau)]
         self._epoch_length = (len(runner.train_dataloader) if runner.max_iters is not None
                               else None)
+        self._training = True
+        if self._plateau and runner.val_dataloader is None and not any(
+                type(h).__name__ in ("EvalHook", "DistEvalHook") for h in runner.hooks.hooks):
+            runner.logger.warning("ReduceLROnPlateau steps after validation, but this run has "
+                                  "no val_dataloader (nor EvalHook): it will never step")
 
     def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
@@ -50,10 +87,166 @@ class ParamSchedulerHook(Hook):
                 scheduler.step()
 
     def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
-        for scheduler in getattr(self, "_plateau", ()):
+        if not self._training:
+            return
+        for scheduler in self._plateau:
             monitor = getattr(scheduler, "monitor", "loss")
             if not metrics or monitor not in metrics:
                 raise ConfigError(
                     f"ReduceLROnPlateau monitors {monitor!r} but validation gave "
                     f"{sorted(metrics or {})}; set 'monitor' in its config")
             scheduler.step(metrics[monitor])
+
+
+@HOOKS.register()
+class MomentumUpdaterHook(_UpdaterBase):
+    """mmcv's ``momentum_config``: sets ``momentum`` (SGD, RMSprop) or ``betas[0]`` (Adam ...).
+
+    Before each training iteration the momentum is computed from the run's
+    position (``runner.epoch`` with ``by_epoch``, else ``runner.iter``):
+
+    * ``"step"``: ``base * gamma ** k`` after ``k`` milestones (``step``,
+      ``gamma=0.5``, floored at ``min_momentum``);
+    * ``"cosine"`` / ``"linear"``: anneal from ``base`` to ``min_momentum`` (or
+      ``base * min_momentum_ratio``);
+    * ``"onecycle"``: torch ``OneCycleLR``'s momentum cycle (``base_momentum``,
+      ``max_momentum``, ``pct_start``, ``anneal_strategy``, ``three_phase``),
+      by iteration.
+
+    Warm-up (``warmup``, ``warmup_iters``, ``warmup_ratio``) divides the
+    momentum by mmcv's warm-up factor during the first iterations, as mmcv does.
+    The base momenta are the hook's state, so resume is exact.
+
+    Example::
+
+        >>> MomentumUpdaterHook(policy="onecycle").args["max_momentum"]
+        0.95
+    """
+
+    priority = "HIGH"
+
+    def __init__(self, policy: str = "cosine", by_epoch: bool | None = None,
+                 warmup: str | None = None, warmup_iters: int = 0, warmup_ratio: float = 0.9,
+                 warmup_by_epoch: bool = False, **policy_args: Any) -> None:
+        super().__init__("MomentumUpdaterHook", MOMENTUM_POLICIES, policy, by_epoch, warmup,
+                         warmup_iters, warmup_ratio, warmup_by_epoch, policy_args)
+        self.base_momentum: list[float] | None = None
+
+    def before_run(self, runner) -> None:
+        if self.base_momentum is None and runner.optimizer is not None:
+            self.base_momentum = [self._get(g) for g in runner.optimizer.param_groups]
+
+    def before_train(self, runner) -> None:
+        if runner.optimizer is None:
+            raise ConfigError("MomentumUpdaterHook needs an optimizer")
+        group = runner.optimizer.param_groups[0]
+        if "momentum" not in group and "betas" not in group:
+            raise ConfigError(f"MomentumUpdaterHook: {type(runner.optimizer).__name__} has neither "
+                              "'momentum' nor 'betas' in its param groups")
+        self._length, self._total = _lengths(runner, self.by_epoch, "MomentumUpdaterHook")
+        self._total_iters = runner.max_iters or runner.max_epochs * self._length
+        self._warm = self._warmup_length(self._length) if self.warmup else 0
+
+    @staticmethod
+    def _get(group: dict) -> float:
+        if "momentum" in group:
+            return float(group["momentum"])
+        return float(group["betas"][0]) if "betas" in group else 0.0
+
+    def before_train_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
+        for group, value in zip(runner.optimizer.param_groups, self.momenta(runner.epoch, runner.iter)):
+            if "momentum" in group:
+                group["momentum"] = value
+            else:
+                group["betas"] = (value, *tuple(group["betas"])[1:])
+
+    def momenta(self, epoch: int, iteration: int) -> list[float]:
+        """The momentum of each param group for the iteration after ``iteration`` finished ones."""
+        progress = epoch if self.by_epoch else iteration
+        values = [self._regular(base, progress) for base in self.base_momentum]
+        if iteration < self._warm:
+            factor = self._warmup_factor(iteration)
+            values = [v / factor for v in values]
+        return values
+
+    def _warmup_factor(self, iteration: int) -> float:
+        ratio, done = self.warmup_ratio, iteration / self._warm
+        if self.warmup == "constant":
+            return ratio
+        if self.warmup == "linear":
+            return 1 - (1 - done) * (1 - ratio)
+        return ratio ** (1 - done)
+
+    def _regular(self, base: float, progress: int) -> float:
+        a = self.args
+        if self.policy == "step":
+            step = a["step"]
+            k = progress // step if isinstance(step, int) else sum(progress >= s for s in step)
+            value = base * a["gamma"] ** k
+            return max(value, a["min_momentum"]) if a["min_momentum"] is not None else value
+        if self.policy in ("cosine", "linear"):
+            target = base * a["min_momentum_ratio"] if a["min_momentum_ratio"] is not None \
+                else (a["min_momentum"] or 0.0)
+            return _anneal("cos" if self.policy == "cosine" else "linear", base, target,
+                           min(progress, self._total) / self._total)
+        return self._onecycle(progress)
+
+    def _onecycle(self, step: int) -> float:
+        """torch ``OneCycleLR``'s momentum at ``step`` (its formula, phase by phase)."""
+        a, total = self.args, self._total_iters
+        low, high = a["base_momentum"], a["max_momentum"]
+        if a["three_phase"]:
+            phases = [(a["pct_start"] * total - 1, high, low),
+                      (2 * a["pct_start"] * total - 2, low, high), (total - 1, high, high)]
+        else:
+            phases = [(a["pct_start"] * total - 1, high, low), (total - 1, low, high)]
+        start = 0.0
+        for i, (end, begin_value, end_value) in enumerate(phases):
+            if step <= end or i == len(phases) - 1:
+                return _anneal(a["anneal_strategy"], begin_value, end_value,
+                               (step - start) / (end - start))
+            start = end
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def state_dict(self) -> dict:
+        return {"base_momentum": list(self.base_momentum)} if self.base_momentum else {}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("base_momentum") is not None:
+            self.base_momentum = [float(v) for v in state["base_momentum"]]
+
+
+def _policy_class(name: str, base: type, policy: str) -> type:
+    def __init__(self, **kwargs: Any) -> None:
+        base.__init__(self, policy=policy, **kwargs)
+
+    doc = (f"mmcv's ``{name}``: :class:`{base.__name__}` with ``policy={policy!r}``.\n\n"
+           f"Example::\n\n    >>> from hookline import HOOKS\n"
+           f"    >>> HOOKS.get({name!r})().policy\n    {policy!r}\n") if policy != "step" else \
+        f"mmcv's ``{name}``: :class:`{base.__name__}` with ``policy='step'``."
+    cls = type(name, (base,), {"__init__": __init__, "__doc__": doc, "__module__": __name__})
+    return HOOKS.register(cls)
+
+
+#: mmcv's per-policy class names (``lr_config=dict(policy="step")`` built ``StepLrUpdaterHook``)
+MMCV_POLICY_HOOKS = {
+    name: _policy_class(name, base, policy) for name, base, policy in (
+        ("FixedLrUpdaterHook", LrUpdaterHook, "fixed"),
+        ("StepLrUpdaterHook", LrUpdaterHook, "step"),
+        ("ExpLrUpdaterHook", LrUpdaterHook, "exp"),
+        ("PolyLrUpdaterHook", LrUpdaterHook, "poly"),
+        ("CosineAnnealingLrUpdaterHook", LrUpdaterHook, "cosine"),
+        ("LinearAnnealingLrUpdaterHook", LrUpdaterHook, "linear"),
+        ("OneCycleLrUpdaterHook", LrUpdaterHook, "onecycle"),
+    )
+}
+
+
+MMCV_MOMENTUM_HOOKS = {
+    name: _policy_class(name, MomentumUpdaterHook, policy) for name, policy in (
+        ("StepMomentumUpdaterHook", "step"),
+        ("CosineAnnealingMomentumUpdaterHook", "cosine"),
+        ("LinearAnnealingMomentumUpdaterHook", "linear"),
+        ("OneCycleMomentumUpdaterHook", "onecycle"),
+    )
+}

@@ -1,0 +1,232 @@
+"""EvalHook / DistEvalHook: validation on a dataloader of their own, for mmcv users.
+
+The evaluation is the Runner's own validation loop (``before_val`` ...
+``after_val_epoch(metrics)`` ... ``after_val``, metrics through
+:class:`~hookline.engine.evaluator.Evaluator`, reduced over ranks), so its
+metrics reach the ``after_val_epoch`` hooks (CheckpointHook's best,
+EarlyStoppingHook, ReduceLROnPlateau), the message hub (``val/<name>``) and
+the logs exactly as the built-in validation's do. While it runs,
+``runner.epoch`` / ``runner.iter`` count the epoch or iteration just
+finished, as they do during the built-in validation.
+
+Example::
+
+    >>> import torch
+    >>> from torch.utils.data import DataLoader, TensorDataset
+    >>> from hookline.hooks import EvalHook
+    >>> val = DataLoader(TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,))), batch_size=4)
+    >>> hook = EvalHook(val, interval=2, metrics={"acc": "accuracy"}, save_best="acc")
+    >>> hook.best.rule
+    'greater'
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+
+from hookline.core import ConfigError
+from hookline.engine import distributed
+from hookline.engine.data import build_dataloader
+from hookline.engine.evaluator import build_metrics
+from hookline.engine.hook import Hook
+from hookline.engine.loops import evaluate
+from hookline.engine.registries import DATASETS, HOOKS
+
+from .checkpoint import BestCheckpoint, CheckpointHook
+
+
+def _positive(name: str, value: Any, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"EvalHook {name} must be an int >= {minimum}, got {value!r}")
+
+
+@HOOKS.register()
+class EvalHook(Hook):
+    """Validates every ``interval`` epochs or iterations during training.
+
+    Args:
+        dataloader: a ``DataLoader`` or a config dict (``{"dataset": ..., "batch_size": ...}``);
+            not shuffled, and sharded without repeats on several processes.
+        interval: evaluate every ``interval`` epochs (``by_epoch``) or iterations.
+        by_epoch: count epochs or iterations (an iteration-based run has no
+            epochs: there ``by_epoch=True`` counts passes over the training data).
+        metrics: a dict of name -> metric like the Runner's ``metrics``; None
+            uses ``runner.metrics``.
+        save_best: keep the checkpoint with the best value of this metric
+            (``"auto"``: the first metric), as :class:`CheckpointHook` does
+            (same rules, file names and resumable files; in its ``out_dir``).
+        rule: ``"greater"`` or ``"less"``; inferred from the metric name when None.
+        start: first epoch/iteration to evaluate after; then every ``interval``.
+            ``start=0`` (or a resumed run already past ``start``) also
+            evaluates before training. None: every ``interval`` from the start.
+
+    As in mmcv, evaluation runs at interval points only (not forced at the
+    end). Give the Runner no ``val_dataloader`` to avoid validating twice.
+    """
+
+    priority = "LOW"
+
+    def __init__(self, dataloader: Any, interval: int = 1, by_epoch: bool = True,
+                 metrics: Mapping[str, Any] | None = None, save_best: str | None = None,
+                 rule: str | None = None, start: int | None = None) -> None:
+        if dataloader is None:
+            raise ConfigError("EvalHook needs a dataloader (a DataLoader or a config dict)")
+        _positive("interval", interval, 1)
+        if start is not None:
+            _positive("start", start, 0)
+        self.dataloader = dataloader
+        self.interval = interval
+        self.by_epoch = by_epoch
+        self.metrics = build_metrics(metrics) if metrics is not None else None
+        self.save_best = save_best
+        self.best = BestCheckpoint(save_best, rule, owner=type(self).__name__) \
+            if save_best is not None else None
+        self.start = start
+        self.last_evaluated: int = -1  # epoch or iteration count of the last evaluation
+        self.last_metrics: dict[str, float] = {}
+        self._loader: Any = None
+
+    # -- setup -----------------------------------------------------------------------------
+    def before_run(self, runner) -> None:
+        if self._loader is None:
+            self._loader = build_dataloader(
+                self.dataloader, name=f"{type(self).__name__} dataloader", seed=runner.seed,
+                rank=runner.rank, world_size=runner.world_size, logger=runner.logger,
+                datasets_registry=DATASETS, shuffle_default=False, pad=False)
+
+    def before_train(self, runner) -> None:
+        self._epochs = self.by_epoch and runner.max_epochs is not None
+        self._unit = 1 if self._epochs or not self.by_epoch else len(runner.train_dataloader)
+        if self.best is not None:
+            self.best.resolve(list(self.metrics if self.metrics is not None else runner.metrics))
+        done = self._done(runner, finished=True)
+        if self.start is not None and self._due(done, before=True):
+            self._evaluate(runner, bump=None)
+
+    # -- when ------------------------------------------------------------------------------
+    def _done(self, runner, finished: bool = False) -> int:
+        """Epochs (or iterations / unit) finished, counting the one ending now unless ``finished``."""
+        extra = 0 if finished else 1
+        if self._epochs:
+            return runner.epoch + extra
+        return runner.iter + extra
+
+    def _due(self, done: int, before: bool = False) -> bool:
+        if done == self.last_evaluated or done % self._unit:
+            return False
+        count, every = done // self._unit, self.interval
+        if self.start is None:
+            return count > 0 and count % every == 0
+        return count >= self.start and (count - self.start) % every == 0 and (before or count > 0)
+
+    def after_train_epoch(self, runner) -> None:
+        if self._epochs and self._due(self._done(runner)):
+            self._evaluate(runner, bump="epoch")
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+                         outputs: dict | None = None) -> None:
+        if not self._epochs and self._due(self._done(runner)):
+            self._evaluate(runner, bump="iter")
+
+    # -- evaluating ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _finished(self, runner, bump: str | None) -> Iterator[None]:
+        """``runner.epoch``/``iter`` as the built-in validation sees them (the step just ended)."""
+        if bump is None:
+            yield
+            return
+        setattr(runner, bump, getattr(runner, bump) + 1)
+        try:
+            yield
+        finally:
+            setattr(runner, bump, getattr(runner, bump) - 1)
+
+    def _evaluate(self, runner, bump: str | None) -> dict[str, float]:
+        self._before_evaluate(runner)
+        saved_metrics = runner.metrics
+        if self.metrics is not None:
+            runner.metrics = self.metrics
+        try:
+            with self._finished(runner, bump):
+                self.last_evaluated = self._done(runner, finished=True)
+                metrics = evaluate(runner, "val", self._loader)
+                self.last_metrics = dict(metrics)
+                if self.best is not None:
+                    self.best.update(runner, metrics, self._best_folder(runner))
+        finally:
+            runner.metrics = saved_metrics
+        return metrics
+
+    def _before_evaluate(self, runner) -> None:
+        """Hook for subclasses: runs before each evaluation."""
+
+    @staticmethod
+    def _best_folder(runner):
+        for hook in runner.hooks.hooks:
+            if isinstance(hook, CheckpointHook) and hook.out_dir is not None:
+                return hook.out_dir
+        return runner.work_dir
+
+    # -- state ----------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        state: dict[str, Any] = {"last_evaluated": self.last_evaluated}
+        if self.best is not None:
+            state["best"] = self.best.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        self.last_evaluated = int(state.get("last_evaluated", -1))
+        if self.best is not None and "best" in state:
+            self.best.load_state_dict(state["best"])
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(interval={self.interval}, by_epoch={self.by_epoch}, "
+                f"save_best={self.save_best!r}, start={self.start})")
+
+
+@HOOKS.register()
+class DistEvalHook(EvalHook):
+    """mmcv's distributed evaluation hook: :class:`EvalHook` plus BatchNorm buffer broadcast.
+
+    :class:`EvalHook` already evaluates correctly on several processes: each
+    rank validates its shard and the metrics are computed over all of them
+    (predictions all-gathered, sums all-reduced). ``gpu_collect`` and
+    ``tmpdir`` are accepted for mmcv configs and have no effect.
+    ``broadcast_bn_buffer=True`` copies rank 0's BatchNorm running statistics
+    to every rank before each evaluation, as mmcv does.
+
+    Example::
+
+        >>> import torch
+        >>> from torch.utils.data import DataLoader, TensorDataset
+        >>> val = DataLoader(TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,))))
+        >>> DistEvalHook(val, gpu_collect=True).broadcast_bn_buffer
+        True
+    """
+
+    def __init__(self, dataloader: Any, interval: int = 1, by_epoch: bool = True,
+                 metrics: Mapping[str, Any] | None = None, save_best: str | None = None,
+                 rule: str | None = None, start: int | None = None, gpu_collect: bool = False,
+                 tmpdir: str | None = None, broadcast_bn_buffer: bool = True) -> None:
+        super().__init__(dataloader, interval=interval, by_epoch=by_epoch, metrics=metrics,
+                         save_best=save_best, rule=rule, start=start)
+        self.gpu_collect = gpu_collect
+        self.tmpdir = tmpdir
+        self.broadcast_bn_buffer = broadcast_bn_buffer
+
+    def _before_evaluate(self, runner) -> None:
+        if not self.broadcast_bn_buffer or runner.world_size <= 1:
+            return
+        import torch.distributed as dist
+
+        for module in runner.model.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and \
+                    module.track_running_stats:
+                for buffer in (module.running_mean, module.running_var):
+                    if buffer is not None:
+                        dist.broadcast(buffer, 0)
+        distributed.barrier()

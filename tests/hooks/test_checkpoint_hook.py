@@ -1,0 +1,164 @@
+"""CheckpointHook on real runs: file names, keep-N across resume, best-by-metric (and a
+run resumed from the best file), early ConfigErrors, iteration-based runs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from hookline import ConfigError, Hook, HookError, Runner
+from hookline.engine.checkpoint import load_checkpoint_file
+from hookline.hooks import CheckpointHook
+
+
+def data() -> TensorDataset:
+    generator = torch.Generator().manual_seed(5)
+    x = torch.randn(24, 4, generator=generator)
+    return TensorDataset(x, (x[:, 0] - x[:, 2] > 0).long())
+
+
+class Scores(Hook):
+    priority = "LOWEST"
+
+    def __init__(self) -> None:
+        self.val: list[dict] = []
+
+    def after_val_epoch(self, runner, metrics=None) -> None:
+        self.val.append(dict(metrics))
+
+
+def make_runner(work_dir, hook: CheckpointHook | None, *, max_epochs=None, max_iters=None,
+                resume=None, metrics=None, hooks=()) -> Runner:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Dropout(0.2),
+                                torch.nn.Linear(8, 2))
+    return Runner(model, optimizer={"type": "SGD", "lr": 0.2, "momentum": 0.9},
+                  loss_fn=torch.nn.CrossEntropyLoss(),
+                  train_dataloader=DataLoader(data(), batch_size=4, shuffle=True),  # 6 batches
+                  val_dataloader=DataLoader(data(), batch_size=12),
+                  metrics=metrics or {"accuracy": "accuracy"}, max_epochs=max_epochs,
+                  max_iters=max_iters, work_dir=work_dir, device="cpu", resume=resume,
+                  hooks=hooks, default_hooks={"logger": None, "progress": None, "checkpoint": hook})
+
+
+def pth(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.suffix == ".pth")
+
+
+def weights(runner) -> dict:
+    return {k: v.clone() for k, v in runner.model.state_dict().items()}
+
+
+@pytest.mark.parametrize("name, rule", [
+    ("accuracy", "greater"), ("val/top1", "greater"), ("mAP", "greater"), ("mIoU", "greater"),
+    ("auc", "greater"), ("precision", "greater"), ("loss", "less"), ("val/loss_cls", "less")])
+def test_rule_is_inferred_from_the_metric_name(name, rule):
+    assert CheckpointHook(save_best=name).rule == rule
+    assert CheckpointHook(save_best=name, rule="less").rule == "less"
+
+
+def test_uninferable_or_bad_arguments_fail_at_construction():
+    with pytest.raises(ConfigError, match="cannot infer whether 'wer'.*rule='greater'"):
+        CheckpointHook(save_best="wer")
+    for kwargs in (dict(interval=0), dict(max_keep_ckpts=0), dict(filename_tmpl="ckpt.pth"),
+                   dict(save_best="acc", rule="bigger"), dict(save_best="")):
+        with pytest.raises(ConfigError):
+            CheckpointHook(**kwargs)
+
+
+def test_auto_with_an_uninferable_first_metric_fails_before_training(tmp_path):
+    wer = {"wer": lambda preds, targets: torch.tensor(0.5)}
+    runner = make_runner(tmp_path, CheckpointHook(save_best="auto"), max_epochs=2, metrics=wer)
+    with pytest.raises(HookError, match="cannot infer whether 'wer'") as info:
+        runner.train()
+    assert isinstance(info.value.__cause__, ConfigError)
+    assert runner.iter == 0 and pth(tmp_path) == []
+    runner = make_runner(tmp_path, CheckpointHook(save_best="auto", rule="less"), max_epochs=1,
+                         metrics=wer)
+    runner.train()
+    assert pth(tmp_path) == ["best_wer_epoch_1.pth", "epoch_1.pth"]
+
+
+def test_files_names_and_contents(tmp_path):
+    make_runner(tmp_path / "a", CheckpointHook(interval=2, save_optimizer=False),
+                max_epochs=3).train()
+    assert pth(tmp_path / "a") == ["epoch_2.pth", "epoch_3.pth"]  # 3: the last one
+    assert "optimizer" not in load_checkpoint_file(tmp_path / "a" / "epoch_2.pth")
+    make_runner(tmp_path / "b", CheckpointHook(filename_tmpl="ckpt_{}.pth", save_last=False,
+                                               interval=2), max_epochs=3).train()
+    assert pth(tmp_path / "b") == ["ckpt_2.pth"]
+    make_runner(tmp_path / "c", CheckpointHook(by_epoch=False, interval=4), max_epochs=2).train()
+    assert pth(tmp_path / "c") == ["iter_12.pth", "iter_4.pth", "iter_8.pth"]
+
+
+def test_iteration_based_run_counts_passes_over_the_data_when_by_epoch(tmp_path):
+    make_runner(tmp_path, CheckpointHook(), max_iters=15).train()  # 6 iterations per pass
+    assert pth(tmp_path) == ["iter_12.pth", "iter_15.pth", "iter_6.pth"]
+
+
+def test_max_keep_ckpts_deletes_the_right_files_across_resume(tmp_path):
+    make_runner(tmp_path, CheckpointHook(max_keep_ckpts=2), max_epochs=3).train()
+    assert pth(tmp_path) == ["epoch_2.pth", "epoch_3.pth"]
+    hook = CheckpointHook(max_keep_ckpts=2)
+    make_runner(tmp_path, hook, max_epochs=5, resume="auto").train()
+    assert pth(tmp_path) == ["epoch_4.pth", "epoch_5.pth"]
+    assert hook.kept == ["epoch_4.pth", "epoch_5.pth"]
+    # resumed from an older file, the list it saved is what counts
+    hook = CheckpointHook(max_keep_ckpts=2)
+    make_runner(tmp_path, hook, max_epochs=6, resume=tmp_path / "epoch_4.pth").train()
+    assert pth(tmp_path) == ["epoch_5.pth", "epoch_6.pth"]
+
+
+def test_best_checkpoint_is_resumable_and_the_run_resumed_from_it_continues_exactly(tmp_path):
+    full_scores = Scores()
+    full_hook = CheckpointHook(save_best="accuracy", max_keep_ckpts=1)
+    full = make_runner(tmp_path / "full", full_hook, max_epochs=5, hooks=[full_scores])
+    full.train()
+    best_values = [m["accuracy"] for m in full_scores.val]
+    assert full_hook.best_score == max(best_values)
+    first_best = best_values.index(max(best_values)) + 1
+    assert full_hook.best_ckpt == f"best_accuracy_epoch_{first_best}.pth"
+    assert pth(tmp_path / "full") == sorted(["epoch_5.pth", full_hook.best_ckpt])
+    best = load_checkpoint_file(tmp_path / "full" / full_hook.best_ckpt)
+    assert "optimizer" in best and best["meta"]["epoch"] == first_best
+
+    # a shorter run's best file, resumed: same weights, scores and best as the full run
+    short_hook = CheckpointHook(save_best="accuracy", max_keep_ckpts=1)
+    make_runner(tmp_path / "short", short_hook, max_epochs=2).train()
+    resumed_scores = Scores()
+    resumed_hook = CheckpointHook(save_best="accuracy", max_keep_ckpts=1)
+    resumed = make_runner(tmp_path / "short", resumed_hook, max_epochs=5, hooks=[resumed_scores],
+                          resume=tmp_path / "short" / short_hook.best_ckpt)
+    resumed.train()
+    start = int(short_hook.best_ckpt.rsplit("_", 1)[1].split(".")[0])
+    assert resumed_scores.val == full_scores.val[start:]
+    for key, value in weights(full).items():
+        assert torch.equal(value, weights(resumed)[key]), key
+    assert resumed_hook.best_score == full_hook.best_score
+    assert resumed_hook.best_ckpt == full_hook.best_ckpt
+    assert pth(tmp_path / "short") == sorted(["epoch_5.pth", full_hook.best_ckpt])
+
+
+def test_epoch_checkpoint_holds_what_the_validation_after_it_changed(tmp_path):
+    hook = CheckpointHook(save_best="loss")
+    scores = Scores()
+    make_runner(tmp_path, hook, max_epochs=2, hooks=[scores]).train()
+    saved = load_checkpoint_file(tmp_path / "epoch_2.pth")["hooks"]["CheckpointHook"]
+    assert saved["best"]["best_score"] == min(m["loss"] for m in scores.val)
+    assert saved["kept"] == ["epoch_1.pth", "epoch_2.pth"]
+
+
+def test_standalone_validation_saves_no_best_file(tmp_path):
+    runner = make_runner(tmp_path, CheckpointHook(save_best="accuracy"), max_epochs=1)
+    runner.train()
+    before = pth(tmp_path)
+    torch.nn.init.zeros_(runner.model[0].weight)
+    runner.val()
+    assert pth(tmp_path) == before
+
+
+def test_save_best_metric_missing_from_validation_is_a_config_error(tmp_path):
+    runner = make_runner(tmp_path, CheckpointHook(save_best="mAP"), max_epochs=1)
+    with pytest.raises(HookError, match=r"save_best='mAP' is not among the validation metrics"):
+        runner.train()
