@@ -2,16 +2,11 @@
 
 import argparse
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from hookline.core import ConfigError
 from hookline.inspect import command
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(argv, capsys):
@@ -78,10 +73,10 @@ def test_bad_input_size_and_option_combinations(capsys):
         _run(["--depth", "-1"], capsys)
 
 
-def test_runs_in_a_fresh_interpreter():
-    code = ("import argparse, sys\nfrom hookline.inspect import command\n"
-            "p = argparse.ArgumentParser(); command.add_arguments(p)\n"
-            "sys.exit(command.run(p.parse_args(['--grad'])))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    assert "Total params: 38,282" in done.stdout and "gradients (step 0)" in done.stdout
+def test_through_the_hookline_command(capsys):
+    from hookline.cli import main
+
+    assert main(["inspect", "--depth", "1"]) == 0
+    assert "Total params: 38,282" in capsys.readouterr().out
+    assert main(["inspect", "hookline.demo.model:DigitCNN"]) == 2
+    assert "did you mean 'DigitsCNN'" in capsys.readouterr().err
