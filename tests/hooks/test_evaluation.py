@@ -93,6 +93,12 @@ def test_by_iteration_inside_an_epoch_run_and_start(tmp_path):
     assert [c[0] for c in seen.calls] == [2, 3, 4]
 
 
+def test_by_epoch_in_an_iteration_run_counts_passes_over_the_data(tmp_path):
+    seen = Seen()
+    make_runner(tmp_path, [EvalHook(val_loader(), interval=2), seen], max_iters=45).train()
+    assert [c[1] for c in seen.calls] == [20, 40]  # 10 iterations per pass
+
+
 def test_own_metrics_and_runner_metrics_are_restored(tmp_path):
     def error(preds, targets):
         return 1.0 - (preds.argmax(1) == targets).float().mean()

@@ -267,6 +267,9 @@ class LrUpdaterHook(_UpdaterBase):
     def before_train(self, runner) -> None:
         if self.schedulers is None:
             raise ConfigError("LrUpdaterHook needs an optimizer: pass optimizer= to the Runner")
+        if runner.param_schedulers:
+            runner.logger.warning("LrUpdaterHook sets the learning rate itself: the Runner's "
+                                  "param_scheduler is overridden every step; use one or the other")
 
     def build(self, optimizer: torch.optim.Optimizer, runner) -> list[tuple[Any, bool]]:
         """Build the torch schedulers for ``runner``'s length and set the first lr.
