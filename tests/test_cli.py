@@ -179,6 +179,13 @@ def test_config_errors_are_one_line_and_exit_2(project, args, fragments, capsys,
     assert not (project / "work_dirs").exists()
 
 
+def test_a_file_that_is_not_a_checkpoint_is_one_line_too(project, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    (project / "broken.pth").write_bytes(b"not a checkpoint")
+    code = main(["train", "run.yaml", "--resume", "broken.pth", "--work-dir", "out"])
+    assert_clean_error(subprocess.CompletedProcess([], code, "", capsys.readouterr().err), "broken.pth")
+
+
 def test_a_config_error_inside_a_hook_during_training_is_one_line_too(project, capsys, monkeypatch):
     monkeypatch.chdir(project)
     code = main(["train", "run.yaml", "--set", "max_epochs=1", "--set", "train_dataloader.batch_size=512",

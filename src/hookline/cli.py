@@ -127,12 +127,15 @@ def _cwd_on_path() -> Iterator[None]:
 
 
 def _config_error(exc: BaseException) -> str | None:
-    """The message to show for a configuration mistake (also one raised inside a hook)."""
+    """The message to show for a configuration mistake (also one raised inside a hook) or a
+    file that is not a loadable checkpoint; None for anything else (a real bug: traceback)."""
     from hookline.core import ConfigError, HookError
 
-    if isinstance(exc, ConfigError):
+    checkpoint = sys.modules.get("hookline.engine.checkpoint")
+    user_errors = (ConfigError, checkpoint.CheckpointError) if checkpoint is not None else (ConfigError,)
+    if isinstance(exc, user_errors):
         return str(exc)
-    if isinstance(exc, HookError) and isinstance(exc.original, ConfigError):
+    if isinstance(exc, HookError) and isinstance(exc.original, user_errors):
         return str(exc)
     return None
 

@@ -189,6 +189,7 @@ MODELS.register(CountedNet, name="CountedNetForConfigTests", force=True)
     ({"max_iters": 0}, "max_iters must be a positive int"),
     ({"max_epochs": 2}, "give max_epochs or max_iters, not both"),
     ({"seed": "zero"}, "seed must be an int"),
+    ({"num_threads": 0}, "num_threads must be a positive int"),
     ({"resume": "nowhere.pth"}, "resume: checkpoint 'nowhere.pth' not found"),
     ({"custom_imports": ["no_such_module_xyz"]}, "custom_imports: cannot import 'no_such_module_xyz'"),
 ])
@@ -264,6 +265,15 @@ def test_custom_imports_register_user_classes(tmp_path, monkeypatch):
     assert runner.model.net[1].out_features == 4
     assert [h.count for h in runner.hooks.hooks if type(h).__name__ == "CountIters"] == [6]
     assert runner.config["custom_imports"] == {"imports": ["my_parts_for_config_test"]}
+
+
+def test_num_threads_sets_torch_threads(tmp_path):
+    before = torch.get_num_threads()
+    try:
+        runner = build_runner(small_cfg(num_threads=1), work_dir=tmp_path)
+        assert torch.get_num_threads() == 1 and runner.config["num_threads"] == 1
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_python_objects_in_a_config_are_kept_and_saved_as_text(tmp_path):

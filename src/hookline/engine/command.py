@@ -185,6 +185,7 @@ def run_hooks(args: argparse.Namespace) -> int:
         print(hook_catalog(markdown=args.markdown))
         return 0
     cfg, _ = _load(args)
+    cfg.pop("num_threads", None)  # nothing is trained: leave this process's threads alone
     scratch = tempfile.mkdtemp(prefix="hookline-hooks-")
     try:
         runner = build_runner(cfg, work_dir=scratch)

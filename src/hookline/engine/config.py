@@ -4,9 +4,10 @@ A config's top-level keys are the :class:`~hookline.engine.Runner`'s keyword
 arguments; ``model``, datasets, ``loss_fn``, ``optimizer``,
 ``param_scheduler``, metrics and hooks are ``{"type": ...}`` dicts resolved
 through the registries (``MODELS``, ``DATASETS``, ``LOSSES``, ``OPTIMIZERS``,
-``PARAM_SCHEDULERS``, ``METRICS``, ``HOOKS``). The one extra key,
-``custom_imports``, lists modules to import first (where your own classes
-register themselves). See docs/cli.md for the full format.
+``PARAM_SCHEDULERS``, ``METRICS``, ``HOOKS``). Two extra keys:
+``custom_imports`` lists modules to import first (where your own classes
+register themselves) and ``num_threads`` sets ``torch.set_num_threads``.
+See docs/cli.md for the full format.
 
 Example::
 
@@ -47,7 +48,7 @@ __all__ = ["CONFIG_ONLY_KEYS", "apply_overrides", "build_runner", "load_config",
            "save_config", "validate_config"]
 
 #: keys a config may hold besides the Runner's arguments
-CONFIG_ONLY_KEYS = ("custom_imports",)
+CONFIG_ONLY_KEYS = ("custom_imports", "num_threads")
 #: file name of the resolved config in the work dir
 SAVED_NAME = "config.yaml"
 
@@ -333,6 +334,10 @@ def build_runner(cfg: Mapping | str | Path, *, work_dir: str | Path | None = Non
     cfg = resolve_config(cfg, work_dir=work_dir, resume=resume, overrides=overrides,
                          runner_cls=runner_cls)
     kwargs = {k: v for k, v in cfg.items() if k not in CONFIG_ONLY_KEYS}
+    if cfg.get("num_threads") is not None:
+        import torch
+
+        torch.set_num_threads(cfg["num_threads"])
     plain = _plain(cfg)
     runner = runner_cls(**kwargs, config=plain)
     if runner.config is not None and "work_dir" not in runner.config:

@@ -46,8 +46,8 @@ MMENGINE_KEYS = {
 
 def validate_config(cfg: Mapping, accepted: Sequence[str]) -> None:
     """Raise :class:`ConfigError` for the first problem in ``cfg``; ``accepted`` are the
-    Runner's argument names (``custom_imports`` is always accepted)."""
-    allowed = [*accepted, "custom_imports"]
+    Runner's argument names (``custom_imports`` and ``num_threads`` are always accepted)."""
+    allowed = [*accepted, "custom_imports", "num_threads"]
     for key in cfg:
         if key in MMENGINE_KEYS:
             raise ConfigError(f"unknown top-level config key {key!r}: hookline's name for MMEngine's "
@@ -257,6 +257,7 @@ _CHECKS = {
     "max_iters": _lengths,
     "val_interval": _positive_int,
     "seed": _int,
+    "num_threads": _positive_int,
     "resume": _checkpoint_path,
     "load_from": _checkpoint_path,
 }
