@@ -2,6 +2,9 @@
 
 Measures, in one run:
 
+Times are CPU time of the benchmark's thread (``time.thread_time``) with one
+torch thread, so that other processes on a shared machine do not count.
+
 * **FeatureExtractor overhead**: forward time of a model with a
   FeatureExtractor on 3 layers against the plain forward (target <= 1.05x),
   on a small ResNet and a small transformer, under ``torch.no_grad()`` and
@@ -63,9 +66,11 @@ def machine() -> str:
 
 
 def timed(fn: Callable[..., object], *args: object, **kwargs: object) -> float:
-    start = time.perf_counter()
+    """CPU seconds of this thread spent in ``fn``: with one torch thread all the work runs here,
+    and on a shared machine this leaves out the time other processes hold the core."""
+    start = time.thread_time()
     fn(*args, **kwargs)
-    return time.perf_counter() - start
+    return time.thread_time() - start
 
 
 # -- 1. FeatureExtractor overhead -------------------------------------------------------
@@ -148,7 +153,7 @@ def train(model: nn.Module, steps: int, batches: list[tuple[torch.Tensor, torch.
           every: int = 0, on_check: Callable[[int], None] | None = None) -> float:
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
-    start = time.perf_counter()
+    start = time.thread_time()
     for step in range(steps):
         x, y = batches[step % len(batches)]
         opt.zero_grad(set_to_none=True)
@@ -156,7 +161,7 @@ def train(model: nn.Module, steps: int, batches: list[tuple[torch.Tensor, torch.
         opt.step()
         if on_check is not None and every and (step + 1) % every == 0:
             on_check(step + 1)
-    return time.perf_counter() - start
+    return time.thread_time() - start
 
 
 def memory_over_training(steps: int) -> tuple[list[str], list[str]]:
@@ -187,7 +192,7 @@ def memory_over_training(steps: int) -> tuple[list[str], list[str]]:
         with FeatureExtractor(model, ["features.0", "features.2", "classifier.1"]), GradientMonitor(model):
             tooled.append(train(model, n, batches))
     p, t = min(plain) / n * 1e3, min(tooled) / n * 1e3
-    timing = [f"- {steps:,} monitored steps took {seconds:.1f} s (with tracemalloc on).",
+    timing = [f"- {steps:,} monitored steps took {seconds:.1f} s of CPU time (with tracemalloc on).",
               f"- Step time, DigitsCNN batch 32 with SGD: plain {p:.3f} ms, with FeatureExtractor (3 layers) "
               f"and GradientMonitor (8 parameters) {t:.3f} ms ({t / p:.2f}x; best of 3 runs of {n:,} steps)."]
     return rows, timing
@@ -204,6 +209,7 @@ def main(argv: list[str] | None = None) -> None:
     steps = 1000 if args.quick else args.steps
     reps = 7 if args.quick else 31
     print(f"Machine: {machine()}\n")
+    print("Times: CPU time of the benchmark thread (time.thread_time).\n")
     print("### FeatureExtractor overhead (median of interleaved runs)\n")
     print("\n".join(feature_overhead(reps)))
     print("\n### summary() against torchinfo.summary (median)\n")

@@ -19,10 +19,11 @@ from .features import FeatureExtractor
 from .gradients import GradientMonitor
 from .manager import HookManager
 from .model_summary import LayerRecord, ModelSummary
-from .plots import plot_activation_histograms, plot_feature_maps, plot_gradient_flow, plot_training_curves
 from .profiler import LayerProfiler, LayerTime
 from .summary import summary
 from .transforms import transform_inputs, transform_outputs
+
+_PLOTS = ("plot_gradient_flow", "plot_activation_histograms", "plot_feature_maps", "plot_training_curves")
 
 __all__ = [
     "HookManager",
@@ -43,3 +44,18 @@ __all__ = [
     "plot_feature_maps",
     "plot_training_curves",
 ]
+
+
+def __getattr__(name: str):
+    """The plot functions load matplotlib only when first used."""
+    if name in _PLOTS:
+        from . import plots
+
+        value = getattr(plots, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hookline.inspect' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -162,7 +162,6 @@ def run(args: argparse.Namespace) -> int:
 
     Raises :class:`~hookline.core.ConfigError` for a bad MODEL, input size or metrics file.
     """
-    from .plots import plot_training_curves
     from .summary import summary
 
     if args.depth < 0:
@@ -175,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
     if args.grad or (args.plot_dir is not None and args.metrics is None):
         _grad_report(model, sizes, args.plot_dir)
     if args.metrics is not None:
+        from .plots import plot_training_curves
+
         plot_training_curves(args.metrics, args.plot_dir / "training_curves.png")
         print(f"wrote training_curves.png to {args.plot_dir}")
     return 0

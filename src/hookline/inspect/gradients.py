@@ -167,31 +167,30 @@ class GradientMonitor(HookTool):
         if not pending:
             return
         host: dict[int, torch.Tensor] = {}
+        alerts: list[tuple[int, str, str]] = []
         for device in {raw.device for _, _, raw in pending}:
             mine = [i for i, (_, _, raw) in enumerate(pending) if raw.device == device]
             rows = torch.cat([pending[i][2] for i in mine]).cpu()
             counts = torch.tensor([self._numel[n] for i in mine for n in pending[i][1]], dtype=torch.float64)
             stats = _finish(rows, counts)
+            owners: list[tuple[int, str]] = []  # (step, name) of each row
             start = 0
             for i in mine:
-                size = len(pending[i][1])
-                host[i] = stats[start:start + size]
-                start += size
-        for i, (step, names, _raw) in enumerate(pending):
-            stats = host[i]
-            self._history.append((step, names, stats))
-            for row, name in enumerate(names):
-                self._latest[name] = (step, stats, row)
+                step, names, _raw = pending[i]
+                host[i] = stats[start:start + len(names)]
+                start += len(names)
+                owners.extend((step, name) for name in names)
             norm, amax = stats[:, 0], stats[:, 3]
-            flags = {"nan": torch.isnan(amax), "inf": torch.isinf(amax), "vanishing": norm < self.vanish,
-                     "exploding": norm > self.explode}
-            flags["vanishing"] &= torch.isfinite(amax)
-            flags["exploding"] &= torch.isfinite(amax)
-            if any(bool(mask.any()) for mask in flags.values()):
-                for row, name in enumerate(names):
-                    for kind in ALERT_KINDS:
-                        if flags[kind][row]:
-                            self._alerts.append((step, name, kind))
+            finite = torch.isfinite(amax)
+            masks = {"vanishing": (norm < self.vanish) & finite, "exploding": (norm > self.explode) & finite,
+                     "nan": torch.isnan(amax), "inf": torch.isinf(amax)}
+            for kind in ALERT_KINDS:
+                alerts.extend((*owners[row], kind) for row in masks[kind].nonzero().flatten().tolist())
+        for i, (step, names, _raw) in enumerate(pending):
+            self._history.append((step, names, host[i]))
+            for row, name in enumerate(names):
+                self._latest[name] = (step, host[i], row)
+        self._alerts.extend(sorted(alerts, key=lambda alert: alert[0]))
 
     def report(self) -> dict[str, dict[str, float]]:
         """The latest statistics per parameter name: ``{"step", "norm", "mean", "std", "max"}``.
