@@ -216,3 +216,21 @@ def test_sigint_saves_a_checkpoint_and_exits_130_without_a_traceback(project):
     saved = sorted(p.name for p in (project / "out").glob("iter_*.pth"))
     assert len(saved) == 1
     assert "trained" not in stdout  # no success line for an interrupted run
+
+
+def test_training_curves_keep_the_last_record_of_each_iteration(tmp_path):
+    from hookline.engine.command import _latest_records, write_training_curves
+
+    run = [{"mode": "train", "epoch": 1, "iter": i, "lr": 0.1, "loss": 2.0 / i} for i in (2, 4)]
+    run.append({"mode": "val", "epoch": 1, "iter": 4, "loss": 0.6, "accuracy": 0.7})
+    rerun = [{**r, "loss": r["loss"] / 2} for r in run]  # a new run into the same work dir
+    records = _latest_records(run + rerun)
+    assert [(r["mode"], r["iter"], r["loss"]) for r in records] == [
+        ("train", 2, 0.5), ("train", 4, 0.25), ("val", 4, 0.3)]
+    assert list(records[0]) == ["mode", "epoch", "iter", "loss", "lr"]
+
+    assert "no " in write_training_curves(tmp_path)  # no metrics.jsonl: a note, no file
+    assert not (tmp_path / "curves.png").exists()
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in run + rerun))
+    assert write_training_curves(tmp_path) is None
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"

@@ -147,8 +147,8 @@ def write_training_curves(work_dir: str | Path, name: str = CURVES_FILE) -> str 
 
 def _latest_records(records: list[dict]) -> list[dict]:
     """One record per (mode, iteration), the last one written (a resumed run or a new run in
-    the same work dir rewrites iterations), in iteration order; ``lr`` moved last so that
-    the loss and the metrics are plotted first."""
+    the same work dir rewrites iterations), in iteration order; ``lr`` moved after the
+    other values of a record, so that the loss gets the first panel."""
     latest: dict[tuple, dict] = {}
     for index, record in enumerate(records):
         where = record.get("iter", index)
