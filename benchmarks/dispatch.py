@@ -12,7 +12,8 @@ Measures, in one run:
   with one post hook).
 
 Each figure is the min and the median over several short ``timeit`` batches,
-interleaved across contenders.
+interleaved across contenders and timed in process CPU time, so that other
+processes on a busy machine do not inflate them.
 
     .venv/bin/pip install -c constraints.txt pluggy blinker   # the `bench` extra
     .venv/bin/python benchmarks/dispatch.py [--repeat 15] [--quick]
@@ -25,6 +26,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 import timeit
 from collections.abc import Callable
 from importlib import metadata
@@ -98,14 +100,15 @@ def measure_all(stmts: dict, repeat: int, quick: bool) -> dict:
 
     Each statement runs in ``repeat`` short timed batches (about 50 ms each),
     interleaved with the other statements, so that a burst of load on the
-    machine hits every contender alike; the min is the figure least disturbed
-    by other processes.
+    machine hits every contender alike. Batches are timed in CPU time of this
+    process (``time.process_time``), so time spent waiting while other
+    processes run is not counted; the min is the least disturbed figure.
     """
     timers, numbers = {}, {}
     for key, built in stmts.items():
         if built is None:
             continue
-        timers[key] = timer = timeit.Timer(built[0], globals=built[1])
+        timers[key] = timer = timeit.Timer(built[0], timer=time.process_time, globals=built[1])
         if quick:
             numbers[key] = 100
         else:
