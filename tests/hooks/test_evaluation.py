@@ -184,6 +184,8 @@ DIST_SCRIPT = textwrap.dedent('''
     acc = (preds.argmax(1) == val.tensors[1]).float().mean().item()
     with open(os.path.join(out, f"rank{runner.rank}.json"), "w") as f:
         json.dump({"calls": Seen.calls, "full_set_accuracy": acc}, f)
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()  # no gloo threads left running at exit
 ''')
 
 

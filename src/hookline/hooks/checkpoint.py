@@ -106,6 +106,8 @@ class BestCheckpoint:
                 "best_ckpt": self.best_ckpt}
 
     def load_state_dict(self, state: dict) -> None:
+        if self.key is not None and state.get("key") not in (None, self.key):
+            return  # the run tracked another metric before: its best says nothing about this one
         if self.key is None and state.get("key") is not None:
             self.key = state["key"]
             self.rule = self._rule_arg or state.get("rule")

@@ -69,7 +69,7 @@ class ParamSchedulerHook(Hook):
                               else None)
         self._training = True
         if self._plateau and runner.val_dataloader is None and not any(
-                type(h).__name__ in ("EvalHook", "DistEvalHook") for h in runner.hooks.hooks):
+                any(c.__name__ == "EvalHook" for c in type(h).__mro__) for h in runner.hooks.hooks):
             runner.logger.warning("ReduceLROnPlateau steps after validation, but this run has "
                                   "no val_dataloader (nor EvalHook): it will never step")
 
