@@ -21,9 +21,27 @@ test: lint
 demo: $(STAMP)
 	$(VENV)/bin/hookline train --work-dir work_dirs/demo
 
-bench: $(STAMP)
-	$(PY) -m pip install -q -c constraints.txt -e ".[dev,bench]"
-	$(PY) benchmarks/dispatch.py
+# The benchmarks get their own environment, so that the frameworks compared in
+# benchmarks/runner_overhead.py never enter the test environment. Each of them
+# is optional: one that does not install next to the pinned torch is skipped.
+BENCH_VENV     := .venv-bench
+BENCH_PY       := $(BENCH_VENV)/bin/python
+BENCH_STAMP    := $(BENCH_VENV)/.installed
+BENCH_OPTIONAL := pytorch-ignite==0.5.5 mmengine==0.10.7 lightning==2.6.6
+
+$(BENCH_STAMP): pyproject.toml constraints.txt
+	test -x $(BENCH_PY) || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_PY) -m pip install -q -c constraints.txt torch
+	$(BENCH_PY) -m pip install -q -c constraints.txt -e ".[bench]"
+	for pkg in $(BENCH_OPTIONAL); do \
+	  $(BENCH_PY) -m pip install -q -c constraints.txt "$$pkg" \
+	    || echo "bench: $$pkg does not install with torch from constraints.txt; skipped"; \
+	done
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BENCH_PY) benchmarks/dispatch.py
+	$(BENCH_PY) benchmarks/runner_overhead.py
 
 clean:
-	rm -rf $(VENV) work_dirs .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) work_dirs .pytest_cache .ruff_cache

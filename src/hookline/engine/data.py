@@ -178,9 +178,16 @@ def skip_batches(loader: DataLoader, count: int) -> bool:
 
 
 def move_to(batch: Any, device: torch.device) -> Any:
-    """``batch`` with every tensor moved to ``device`` (non-blocking), structure kept."""
+    """``batch`` with every tensor moved to ``device`` (non-blocking), structure kept.
+
+    Runs every iteration, so the usual shapes come first: a plain list or
+    tuple, then a tensor (returned as is when it is already there).
+    """
+    cls = type(batch)
+    if cls is tuple or cls is list:
+        return cls([move_to(v, device) for v in batch])
     if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=True)
+        return batch if batch.device == device else batch.to(device, non_blocking=True)
     if isinstance(batch, Mapping):
         return type(batch)({k: move_to(v, device) for k, v in batch.items()}) \
             if type(batch) is dict else {k: move_to(v, device) for k, v in batch.items()}

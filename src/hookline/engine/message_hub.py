@@ -70,6 +70,11 @@ class MessageHub:
         tensors = [v for v in history if isinstance(v, torch.Tensor)]
         if not tensors:
             return sum(float(v) for v in history) / len(history)
+        if len(tensors) == len(history):  # the common case: one stack, one cast, one sync
+            try:
+                return float(torch.stack(tensors).double().mean().item())
+            except RuntimeError:
+                pass  # shapes or devices differ: one by one below
         device = tensors[0].device
         stacked = torch.stack([
             v.to(device=device, dtype=torch.float64).reshape(()) if isinstance(v, torch.Tensor)

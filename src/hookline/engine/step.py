@@ -12,6 +12,7 @@ Example::
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,11 +21,25 @@ import torch
 from hookline.core import ConfigError
 
 _METHODS = {"train": "training_step", "val": "validation_step", "test": "test_step"}
+# Models known to lack a mode's method: a failed lookup on a Module goes through
+# Module.__getattr__ and raises inside, which is slow to repeat every iteration.
+_LACKS: dict[str, weakref.WeakSet] = {mode: weakref.WeakSet() for mode in _METHODS}
+
+
+def step_method(model: torch.nn.Module, mode: str) -> Callable | None:
+    """``model.training_step`` (``validation_step``, ``test_step`` for "val", "test") or None."""
+    lacks = _LACKS[mode]
+    if model in lacks:
+        return None
+    method = getattr(model, _METHODS[mode], None)
+    if method is None:
+        lacks.add(model)
+    return method
 
 
 def run_step(model: torch.nn.Module, loss_fn: Callable | None, batch: Any, mode: str) -> dict:
     """One step of ``mode`` ("train", "val" or "test"); returns the outputs dict."""
-    method = getattr(model, _METHODS[mode], None)
+    method = step_method(model, mode)
     if method is not None:
         outputs = method(batch)
         if isinstance(outputs, torch.Tensor):

@@ -1,0 +1,290 @@
+"""Training-loop overhead: the hookline Runner against a plain PyTorch loop (and others).
+
+The workload is small on purpose, so that what a training framework adds per
+iteration shows: Linear(32, 64)-ReLU-Linear(64, 10) on 8,192 synthetic
+samples, batch 32 (256 iterations an epoch), 4 epochs = 1,024 iterations,
+SGD, CrossEntropyLoss, one thread, a shuffling DataLoader.
+
+Contenders, each run in its own fresh subprocess, round-robin (the order is
+reversed on every other repeat), ``--repeat`` times:
+
+* ``plain``: ``for x, y in loader: zero_grad(); loss = loss_fn(model(x), y);
+  backward(); step()``;
+* ``hookline``: ``Runner(...).train()`` with its default hooks (optimizer,
+  scheduler, timer, logger every 10 iterations to the console, log.txt and
+  metrics.jsonl, a checkpoint every epoch to a temporary directory, sampler
+  seed; no progress bar, as stderr is not a terminal);
+* ``hookline-lean``: the same without the logger, timer and checkpoint hooks
+  (what the per-iteration path itself costs);
+* ``ignite``: ``create_supervised_trainer(...).run(loader, max_epochs=4)``;
+* ``mmengine``: ``mmengine.runner.Runner`` with its default hooks (logger
+  every 10 iterations, a checkpoint every epoch);
+* ``mmengine-lean``: the same without its logger, timer and checkpoint hooks;
+* ``lightning``: ``Trainer(max_epochs=4)`` with its defaults (a logger, a
+  checkpoint callback, the model summary) but no progress bar, with
+  ``self.log("loss", loss)`` and ``log_every_n_steps=10``;
+* ``lightning-bare``: ``logger=False``, no checkpointing, no model summary.
+
+The Ignite, MMEngine and Lightning rows run only when installed (``make
+bench`` installs them into ``.venv-bench``). The timed span is the training
+call (``train()``, ``run()``, ``fit()``); building the model, data and
+trainer is outside it. Each run reports its wall time and its process CPU
+time (the latter is less disturbed when other work shares the machine).
+Reported: medians and the wall minimum, and each median over the plain loop's.
+
+    .venv-bench/bin/python benchmarks/runner_overhead.py [--repeat 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from importlib import metadata
+
+SAMPLES, BATCH, EPOCHS, LR = 8192, 32, 4, 0.01
+CONTENDERS = ("plain", "hookline", "hookline-lean", "ignite", "mmengine", "mmengine-lean",
+              "lightning", "lightning-bare")
+PACKAGES = {"hookline": "hookline", "ignite": "pytorch-ignite", "mmengine": "mmengine",
+            "lightning": "lightning"}
+
+
+# -- the workload (imported in the worker only) -----------------------------------------------
+def make_workload(samples: int):
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    data = TensorDataset(torch.randn(samples, 32), torch.randint(0, 10, (samples,)))
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    loader = DataLoader(data, batch_size=BATCH, shuffle=True)
+    return torch, data, model, loader
+
+
+def timed(train: Callable[[], object]) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) of ``train()``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    train()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def run_plain(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
+    torch, _, model, loader = make_workload(samples)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    iters = 0
+
+    def train() -> None:
+        nonlocal iters
+        model.train()
+        for _ in range(EPOCHS):
+            for inputs, targets in loader:
+                optimizer.zero_grad()
+                loss = loss_fn(model(inputs), targets)
+                loss.backward()
+                optimizer.step()
+                iters += 1
+
+    return (*timed(train), iters)
+
+
+def run_hookline(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
+    torch, _, model, loader = make_workload(samples)
+    from hookline import Runner
+
+    off = {"logger": None, "timer": None, "checkpoint": None} if lean else {}
+    runner = Runner(model, optimizer={"type": "SGD", "lr": LR},
+                    loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=EPOCHS,
+                    train_dataloader=loader, work_dir=work_dir, device="cpu", default_hooks=off)
+    wall, cpu = timed(runner.train)
+    written = sorted(name for name in os.listdir(work_dir) if name.endswith(".pth"))
+    assert written == ([] if lean else [f"epoch_{e}.pth" for e in range(1, EPOCHS + 1)]), written
+    return wall, cpu, runner.iter
+
+
+def run_ignite(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
+    torch, _, model, loader = make_workload(samples)
+    from ignite.engine import create_supervised_trainer
+
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    trainer = create_supervised_trainer(model, optimizer, torch.nn.CrossEntropyLoss())
+    wall, cpu = timed(lambda: trainer.run(loader, max_epochs=EPOCHS))
+    return wall, cpu, trainer.state.iteration
+
+
+def run_mmengine(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
+    torch, data, model, _ = make_workload(samples)
+    from mmengine.model import BaseModel
+    from mmengine.runner import Runner
+
+    class Wrapped(BaseModel):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+            self.loss_fn = torch.nn.CrossEntropyLoss()
+
+        def forward(self, inputs, targets, mode="loss"):
+            return {"loss": self.loss_fn(self.net(inputs), targets)}
+
+    def collate(batch):
+        inputs, targets = torch.utils.data.default_collate(batch)
+        return {"inputs": inputs, "targets": targets}
+
+    loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=True, collate_fn=collate)
+    off = {"logger": None, "timer": None, "checkpoint": None} if lean else None
+    runner = Runner(model=Wrapped(model), work_dir=work_dir, train_dataloader=loader,
+                    optim_wrapper={"optimizer": {"type": "SGD", "lr": LR}},
+                    train_cfg={"by_epoch": True, "max_epochs": EPOCHS},
+                    env_cfg={"cudnn_benchmark": False, "dist_cfg": {"backend": "gloo"}},
+                    default_hooks=off, default_scope=None)
+    wall, cpu = timed(runner.train)
+    return wall, cpu, runner.iter
+
+
+def run_lightning(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
+    torch, _, model, loader = make_workload(samples)
+    import lightning
+
+    class Module(lightning.LightningModule):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+            self.loss_fn = torch.nn.CrossEntropyLoss()
+
+        def training_step(self, batch, batch_idx):
+            inputs, targets = batch
+            loss = self.loss_fn(self.net(inputs), targets)
+            self.log("loss", loss)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=LR)
+
+    bare = {"logger": False, "enable_checkpointing": False, "enable_model_summary": False}
+    trainer = lightning.Trainer(max_epochs=EPOCHS, default_root_dir=work_dir,
+                                accelerator="cpu", devices=1, enable_progress_bar=False,
+                                log_every_n_steps=10, **(bare if lean else {}))
+    module = Module(model)
+    wall, cpu = timed(lambda: trainer.fit(module, loader))
+    return wall, cpu, trainer.global_step
+
+
+RUNS: dict[str, Callable[[int, str, bool], tuple[float, float, int]]] = {
+    "plain": run_plain, "hookline": run_hookline, "ignite": run_ignite,
+    "mmengine": run_mmengine, "lightning": run_lightning,
+}
+
+
+def worker(name: str, samples: int) -> None:
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.getLogger("lightning").setLevel(logging.ERROR)
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+    base, _, variant = name.partition("-")
+    with tempfile.TemporaryDirectory(prefix=f"bench-{base}-") as work_dir:
+        wall, cpu, iters = RUNS[base](samples, work_dir, bool(variant))
+    print("RESULT " + json.dumps({"name": name, "wall": wall, "cpu": cpu, "iters": iters}),
+          flush=True)
+
+
+# -- the driver ---------------------------------------------------------------------------------
+def available(name: str) -> bool:
+    base = name.partition("-")[0]
+    return base in ("plain", "hookline") or importlib.util.find_spec(base) is not None
+
+
+def run_once(name: str, samples: int) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, __file__, "--worker", name, "--samples", str(samples)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise RuntimeError(f"{name} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n"
+                       f"{proc.stderr[-4000:]}")
+
+
+def machine() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}, "
+            f"torch {metadata.version('torch')}")
+
+
+def version(name: str) -> str:
+    try:
+        return metadata.version(PACKAGES.get(name.partition("-")[0], "torch"))
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each contender")
+    parser.add_argument("--quick", action="store_true",
+                        help="1,024 samples, 2 repeats, plain and hookline only (smoke test)")
+    parser.add_argument("--only", nargs="+", choices=CONTENDERS, help="run only these")
+    parser.add_argument("--worker", choices=CONTENDERS, help=argparse.SUPPRESS)
+    parser.add_argument("--samples", type=int, default=SAMPLES, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args.worker, args.samples)
+        return 0
+    samples, repeat = (1024, 2) if args.quick else (args.samples, args.repeat)
+    names = [n for n in (args.only or CONTENDERS) if available(n)]
+    if args.quick and not args.only:
+        names = ["plain", "hookline"]
+    skipped = [n for n in (args.only or CONTENDERS) if n not in names and not args.quick]
+    iters = samples // BATCH * EPOCHS
+    print(f"machine: {machine()}")
+    print(f"workload: MLP 32-64-10, {samples} samples, batch {BATCH}, {EPOCHS} epochs = "
+          f"{iters} iterations, 1 thread; {repeat} runs each, round-robin, one process a run")
+    if skipped:
+        print(f"not installed, skipped: {', '.join(skipped)}")
+    walls: dict[str, list[float]] = {n: [] for n in names}
+    cpus: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(repeat):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            result = run_once(name, samples)
+            if result["iters"] != iters:
+                raise RuntimeError(f"{name} ran {result['iters']} iterations, not {iters}")
+            walls[name].append(result["wall"])
+            cpus[name].append(result["cpu"])
+            print(f"  run {r + 1}/{repeat} {name:<15} wall {result['wall']:.3f} s  "
+                  f"cpu {result['cpu']:.3f} s", flush=True)
+    median = statistics.median
+    base_wall = median(walls["plain"]) if "plain" in walls else None
+    base_cpu = median(cpus["plain"]) if "plain" in cpus else None
+    print("\n| contender | version | wall median s | wall min s | CPU median s | us / iter "
+          "| x plain (wall) | x plain (CPU) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in names:
+        wall, cpu = median(walls[name]), median(cpus[name])
+        ratios = (f"{wall / base_wall:.3f} | {cpu / base_cpu:.3f}" if base_wall else "- | -")
+        print(f"| {name} | {version(name)} | {wall:.3f} | {min(walls[name]):.3f} | {cpu:.3f} | "
+              f"{wall / iters * 1e6:.0f} | {ratios} |")
+    if base_wall and "hookline" in walls:
+        print(f"\nhookline / plain loop = {median(walls['hookline']) / base_wall:.3f} wall, "
+              f"{median(cpus['hookline']) / base_cpu:.3f} CPU (target <= 1.05)")
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main())
