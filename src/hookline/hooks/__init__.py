@@ -9,10 +9,10 @@ Example::
 
 from .checkpoint import CheckpointHook
 from .checkpoint_loader import CheckpointLoaderHook
-from .evaluation import DistEvalHook, EvalHook
 from .closure import ClosureHook
 from .early_stopping import EarlyStoppingHook
 from .ema import EMAHook
+from .evaluation import DistEvalHook, EvalHook
 from .invalid_loss import CheckInvalidLossHook, InvalidLossError
 from .iter_timer import IterTimerHook
 from .keras import KerasCallback
