@@ -47,8 +47,8 @@ def test_counts_equal_the_stage_calls(tmp_path: Path) -> None:
     # 2 epochs of 8 batches, 3 validations (2 in training, 1 standalone) of 4 batches
     assert mine["after_train_iter"] == 16 and mine["after_val_iter"] == 12
     assert mine["before_run"] == mine["after_run"] == 2
-    # each epoch checkpoint is written again after the validation that follows it
-    assert mine["before_save_checkpoint"] == 4 and "before_test" not in mine
+    # each epoch checkpoint is written once, after the validation that follows it
+    assert mine["before_save_checkpoint"] == 2 and "before_test" not in mine
     assert table["IterTimerHook"]["before_train_iter"][0] == 16
     assert table["LoggerHook"]["after_val_epoch"][0] == 3
     assert table["CheckpointHook"]["after_train_epoch"][0] == 2

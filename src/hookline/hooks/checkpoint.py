@@ -80,6 +80,13 @@ class BestCheckpoint:
     def update(self, runner, metrics: dict[str, float], folder: Path, *,
                save_optimizer: bool = True) -> bool:
         """Save a best checkpoint when ``metrics`` beat the best so far; True if saved."""
+        if not self.check(runner, metrics):
+            return False
+        self.write(runner, folder, save_optimizer=save_optimizer)
+        return True
+
+    def check(self, runner, metrics: dict[str, float]) -> bool:
+        """Record ``metrics``; True when they beat the best so far (then call :meth:`write`)."""
         if not metrics:
             return False
         if self.key is None:
@@ -90,16 +97,21 @@ class BestCheckpoint:
         value = float(metrics[self.key])
         if not is_better(value, self.best_score, self.rule):
             return False
-        previous = self.best_ckpt
+        self._previous = self.best_ckpt
         epoch, batch, iters = run_position(runner)
         step = f"epoch_{epoch}" if runner.max_epochs is not None and batch == 0 else f"iter_{iters}"
         self.best_score = value
         self.best_ckpt = self.filename(self.key, step)
+        return True
+
+    def write(self, runner, folder: Path, *, save_optimizer: bool = True) -> None:
+        """Save the checkpoint of the best found by :meth:`check`; delete the previous best."""
         runner.save_checkpoint(folder / self.best_ckpt, save_optimizer=save_optimizer)
-        runner.logger.info("new best %s %.4f: saved %s", self.key, value, self.best_ckpt)
+        runner.logger.info("new best %s %.4f: saved %s", self.key, self.best_score,
+                           self.best_ckpt)
+        previous, self._previous = getattr(self, "_previous", None), None
         if previous and previous != self.best_ckpt and runner.is_main_process:
             (folder / previous).unlink(missing_ok=True)
-        return True
 
     def state_dict(self) -> dict:
         return {"key": self.key, "rule": self.rule, "best_score": self.best_score,
@@ -130,9 +142,10 @@ class CheckpointHook(Hook):
     """Saves resumable checkpoints (written atomically, with a ``latest`` pointer).
 
     A periodic checkpoint that the Runner's own validation follows is written
-    again after that validation, so that it holds what validation changed
+    once, right after that validation, so that it holds what validation changed
     (best score, ReduceLROnPlateau, early-stopping counters) and a run resumed
-    from it continues exactly.
+    from it continues exactly. (Should validation itself crash, that epoch's
+    checkpoint is missing and a resume restarts from the one before.)
 
     Args:
         interval: save every ``interval`` epochs (``by_epoch``) or iterations.
@@ -187,7 +200,8 @@ class CheckpointHook(Hook):
         self.kept: list[str] = []
         self._last_saved_iter: int | None = None
         self._training = False
-        self._resave: str | None = None
+        self._pending: tuple[str, int] | None = None
+        self._best_due = False
         self._epochs = by_epoch  # by epoch in an epoch-based run; set in before_train
         self._period = interval  # iterations between saves when counting iterations
 
@@ -241,9 +255,11 @@ class CheckpointHook(Hook):
             return
         if self.every_n_epochs(runner, self.interval) or (
                 self.save_last and self.is_last_train_epoch(runner)):
-            self._save_periodic(runner, self._tmpl.format(runner.epoch + 1), runner.iter)
+            name = self._tmpl.format(runner.epoch + 1)
             if _validation_follows(runner, runner.epoch + 1, runner.val_interval, runner.max_epochs):
-                self._resave = self.kept[-1]
+                self._pending = (name, runner.iter)  # written after the validation
+            else:
+                self._save_periodic(runner, name, runner.iter)
 
     def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
@@ -251,18 +267,27 @@ class CheckpointHook(Hook):
             return
         if self.every_n_train_iters(runner, self._period) or (
                 self.save_last and self.is_last_train_iter(runner)):
-            self._save_periodic(runner, self._tmpl.format(runner.iter + 1), runner.iter + 1)
+            name = self._tmpl.format(runner.iter + 1)
             if runner.max_epochs is None and _validation_follows(
                     runner, runner.iter + 1, runner.val_interval, runner.max_iters):
-                self._resave = self.kept[-1]
+                self._pending = (name, runner.iter + 1)  # written after the validation
+            else:
+                self._save_periodic(runner, name, runner.iter + 1)
 
     def after_val(self, runner) -> None:
-        """Write the checkpoint saved just before this validation again, now holding what
-        validation changed (best score, ReduceLROnPlateau, early-stopping counters, RNG),
-        so that resuming from it continues exactly as the run did."""
-        name, self._resave = self._resave, None
-        if name is not None and self._training:
-            runner.save_checkpoint(self._folder(runner) / name, save_optimizer=self.save_optimizer)
+        """Write the checkpoints due at this validation: the periodic one due before it and a
+        new best. Both are written after every ``after_val_epoch`` hook, so they hold what
+        validation changed (best score, ReduceLROnPlateau, early-stopping counters, RNG)
+        and resuming from either continues exactly as the run did."""
+        pending, self._pending = self._pending, None
+        best_due, self._best_due = self._best_due, False
+        if not self._training:
+            return
+        stale = self._keep(pending[0]) if pending is not None else []
+        if best_due:
+            self.best.write(runner, self._folder(runner), save_optimizer=self.save_optimizer)
+        if pending is not None:
+            self._write_periodic(runner, *pending, stale)
 
     def after_train(self, runner) -> None:
         """Training ended early (``stop_training``): keep its final state too."""
@@ -270,6 +295,10 @@ class CheckpointHook(Hook):
             self._save_periodic(runner, f"iter_{runner.iter}.pth", runner.iter)
 
     def _save_periodic(self, runner, name: str, iteration: int) -> None:
+        self._write_periodic(runner, name, iteration, self._keep(name))
+
+    def _keep(self, name: str) -> list[str]:
+        """Add ``name`` to the kept files; return the names that fall out of keep-N."""
         if name in self.kept:
             self.kept.remove(name)
         self.kept.append(name)
@@ -277,6 +306,9 @@ class CheckpointHook(Hook):
         if self.max_keep_ckpts > 0:
             while len(self.kept) > self.max_keep_ckpts:
                 stale.append(self.kept.pop(0))
+        return stale
+
+    def _write_periodic(self, runner, name: str, iteration: int, stale: list[str]) -> None:
         runner.save_checkpoint(self._folder(runner) / name, save_optimizer=self.save_optimizer)
         self._last_saved_iter = iteration
         if runner.is_main_process:
@@ -288,7 +320,7 @@ class CheckpointHook(Hook):
     def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
         if self.best is None or not metrics or not self._training:
             return
-        self.best.update(runner, metrics, self._folder(runner), save_optimizer=self.save_optimizer)
+        self._best_due = self.best.check(runner, metrics) or self._best_due  # written in after_val
 
     def __repr__(self) -> str:
         return (f"CheckpointHook(interval={self.interval}, by_epoch={self.by_epoch}, "

@@ -57,8 +57,9 @@ class Record(Hook):
         if runner.rank == 0:
             time.sleep(0.2)  # without the barrier, rank 1 would look before the file exists
 
-    def after_train_epoch(self, runner) -> None:
-        path = self.out / "work_rank0" / f"epoch_{runner.epoch + 1}.pth"
+    def after_val(self, runner) -> None:
+        # the CheckpointHook writes an epoch's checkpoint after the validation that follows it
+        path = self.out / "work_rank0" / f"epoch_{runner.epoch}.pth"
         self.saved_before_barrier.append(path.is_file())
 
     def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
