@@ -69,6 +69,12 @@ def any_rank(flag: bool, group: Any) -> bool:
     return bool(value.item())
 
 
+def destroy() -> None:
+    """Tear down the default process group, if one is up (at exit, for groups we created)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def barrier() -> None:
     if get_world_size() > 1:
         dist.barrier()

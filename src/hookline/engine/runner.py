@@ -2,7 +2,7 @@
 
 Example::
 
-    >>> import torch
+    >>> import tempfile, torch
     >>> from torch.utils.data import DataLoader, TensorDataset
     >>> from hookline import Runner
     >>> data = TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import random
 import weakref
@@ -95,7 +96,8 @@ class Runner:
         self.config = dict(config) if config is not None else None
         self.seed = seed
         seed_everything(seed)
-        self._owns_process_group = distributed.init_from_env(str(device))
+        if distributed.init_from_env(str(device)):
+            atexit.register(distributed.destroy)  # the group outlives this runner, not the process
         self.rank, self.world_size = distributed.get_rank(), distributed.get_world_size()
         self.device = resolve_device(device)
         if self.device.type == "cuda" and self.world_size > 1:
