@@ -29,8 +29,11 @@ _LACKS: dict[str, weakref.WeakSet] = {mode: weakref.WeakSet() for mode in _METHO
 def step_method(model: torch.nn.Module, mode: str) -> Callable | None:
     """``model.training_step`` (``validation_step``, ``test_step`` for "val", "test") or None."""
     lacks = _LACKS[mode]
-    if model in lacks:
-        return None
+    try:
+        if model in lacks:
+            return None
+    except TypeError:  # an unhashable module (it defines __eq__ only): look it up every time
+        return getattr(model, _METHODS[mode], None)
     method = getattr(model, _METHODS[mode], None)
     if method is None:
         lacks.add(model)
