@@ -7,12 +7,14 @@ Example::
     2
 """
 
+from .activation_stats import ActivationStatsHook
 from .checkpoint import CheckpointHook
 from .checkpoint_loader import CheckpointLoaderHook
 from .closure import ClosureHook
 from .early_stopping import EarlyStoppingHook
 from .ema import EMAHook
 from .evaluation import DistEvalHook, EvalHook
+from .inspect_hooks import GradientMonitorHook
 from .invalid_loss import CheckInvalidLossHook, InvalidLossError
 from .iter_timer import IterTimerHook
 from .keras import KerasCallback
@@ -28,6 +30,7 @@ from .sync_buffers import SyncBuffersHook
 from .tensorboard import TensorboardLoggerHook
 
 __all__ = [
+    "ActivationStatsHook",
     "CheckInvalidLossHook",
     "CheckpointHook",
     "CheckpointLoaderHook",
@@ -41,6 +44,7 @@ __all__ = [
     "ExponentialWarmupLR",
     "Fp16OptimizerHook",
     "GradientCumulativeOptimizerHook",
+    "GradientMonitorHook",
     "InvalidLossError",
     "IterTimerHook",
     "KerasCallback",
