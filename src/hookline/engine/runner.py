@@ -32,7 +32,8 @@ from hookline.core import ConfigError, HookHandle
 
 from . import distributed, loops, state
 from .build import build_optimizer, build_schedulers
-from .checkpoint import find_resumable, load_checkpoint_file, save_atomic, write_latest
+from .checkpoint import find_resumable, load_checkpoint_file
+from .checkpoint_writer import CheckpointWriter, serialize, write_now
 from .data import build_dataloader
 from .evaluator import build_metrics
 from .hook import Hook
@@ -130,6 +131,7 @@ class Runner:
         self._resume_batch = 0
         self._position = (0, 0, 0)
         self._resume, self._load_from, self._loaded = resume, load_from, False
+        self._writer = CheckpointWriter()
         self._stop: StopRequest | None = None
         self.hooks = HookTable()
         self._register_default_hooks(default_hooks)
@@ -276,7 +278,12 @@ class Runner:
         self.hooks.call(self, "before_run")
         try:
             yield
+            self._writer.flush()
         except BaseException as exc:
+            try:
+                self._writer.flush()
+            except Exception:  # the original error matters more; still tell the user
+                self.logger.exception("a background checkpoint write failed")
             self.hooks.call_on_exception(self, exc, self.logger)
             if isinstance(exc, TrainingInterrupted):
                 self.logger.warning("%s", exc.message)
@@ -306,23 +313,46 @@ class Runner:
         return self.stop_training
 
     # -- checkpoints ------------------------------------------------------------------
-    def save_checkpoint(self, path: str | Path, *, save_optimizer: bool = True) -> Path:
-        """Write the run's state to ``path`` (relative paths go in ``work_dir``) atomically."""
+    def save_checkpoint(self, path: str | Path, *, save_optimizer: bool = True,
+                        background: bool = False) -> Path:
+        """Write the run's state to ``path`` (relative paths go in ``work_dir``) atomically.
+
+        The state is serialised at once. With ``background=True`` the file is
+        then written and fsynced by a writer thread while training goes on
+        (in order with other background writes; ``flush_checkpoints()`` waits,
+        and the Runner flushes before it loads a checkpoint and when a run
+        ends). Multi-process runs always write in the foreground, so every
+        rank finds the file after the barrier that follows a save.
+        """
         path = Path(path)
         if not path.is_absolute() and path.parent == Path("."):
             path = self.work_dir / path
         checkpoint = state.collect(self, save_optimizer=save_optimizer)
         self.hooks.call(self, "before_save_checkpoint", checkpoint=checkpoint)
         if self.rank == 0:
-            save_atomic(checkpoint, path)
-            write_latest(path.parent, path.name)
+            payload = serialize(checkpoint)
+            if background and self.world_size == 1:
+                self._writer.write(path, payload)
+            else:
+                self._writer.flush()
+                write_now(path, payload)
         distributed.barrier()
         return path
+
+    def remove_checkpoint(self, path: str | Path) -> None:
+        """Delete a checkpoint file (main process only), after every pending background write."""
+        if self.rank == 0:
+            self._writer.remove(Path(path))
+
+    def flush_checkpoints(self) -> None:
+        """Wait for background checkpoint writes; re-raise the first failure."""
+        self._writer.flush()
 
     def load_checkpoint(self, path: str | Path, resume: bool = True, *,
                         checkpoint: dict | None = None) -> dict:
         """Load ``path``: the whole run when ``resume``, else the weights only."""
         if checkpoint is None:
+            self._writer.flush()
             checkpoint = load_checkpoint_file(path, map_location="cpu")
         self.hooks.call(self, "after_load_checkpoint", checkpoint=checkpoint)
         state.apply(self, checkpoint, resume=resume, strict=resume)

@@ -106,12 +106,13 @@ class BestCheckpoint:
 
     def write(self, runner, folder: Path, *, save_optimizer: bool = True) -> None:
         """Save the checkpoint of the best found by :meth:`check`; delete the previous best."""
-        runner.save_checkpoint(folder / self.best_ckpt, save_optimizer=save_optimizer)
+        runner.save_checkpoint(folder / self.best_ckpt, save_optimizer=save_optimizer,
+                               background=True)
         runner.logger.info("new best %s %.4f: saved %s", self.key, self.best_score,
                            self.best_ckpt)
         previous, self._previous = getattr(self, "_previous", None), None
         if previous and previous != self.best_ckpt and runner.is_main_process:
-            (folder / previous).unlink(missing_ok=True)
+            runner.remove_checkpoint(folder / previous)
 
     def state_dict(self) -> dict:
         return {"key": self.key, "rule": self.rule, "best_score": self.best_score,
@@ -309,12 +310,13 @@ class CheckpointHook(Hook):
         return stale
 
     def _write_periodic(self, runner, name: str, iteration: int, stale: list[str]) -> None:
-        runner.save_checkpoint(self._folder(runner) / name, save_optimizer=self.save_optimizer)
+        runner.save_checkpoint(self._folder(runner) / name, save_optimizer=self.save_optimizer,
+                               background=True)
         self._last_saved_iter = iteration
         if runner.is_main_process:
             for old in stale:
                 if old != self.best_ckpt:
-                    (self._folder(runner) / old).unlink(missing_ok=True)
+                    runner.remove_checkpoint(self._folder(runner) / old)
 
     # -- best ---------------------------------------------------------------------------
     def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:

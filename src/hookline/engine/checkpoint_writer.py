@@ -1,0 +1,95 @@
+"""Background checkpoint writing: serialise now, write and fsync off the training thread.
+
+The Runner snapshots a checkpoint into bytes on the training thread (so later
+updates of the weights cannot leak into it), then hands the bytes to one
+writer thread, which writes them atomically (temp file, fsync, ``os.replace``),
+updates the ``latest`` pointer and deletes the files the keep-N policy let go,
+strictly in submission order. Training goes on meanwhile; ``flush()`` waits
+for everything submitted and re-raises the first failure.
+
+Example::
+
+    >>> import tempfile, torch
+    >>> from pathlib import Path
+    >>> from hookline.engine.checkpoint_writer import CheckpointWriter, serialize
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> writer = CheckpointWriter()
+    >>> writer.write(folder / "a.pth", serialize({"w": torch.ones(2)}))
+    >>> writer.flush(); sorted(p.name for p in folder.iterdir())
+    ['a.pth', 'latest']
+"""
+
+from __future__ import annotations
+
+import io
+import queue
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .checkpoint import _atomic_write, check_weights_only, write_latest
+
+
+def serialize(checkpoint: dict) -> bytes:
+    """``torch.save`` ``checkpoint`` into bytes, after checking it loads with ``weights_only``."""
+    check_weights_only(checkpoint)
+    buffer = io.BytesIO()
+    torch.save(checkpoint, buffer)
+    return buffer.getvalue()
+
+
+def write_now(path: Path, payload: bytes) -> None:
+    """Write ``payload`` to ``path`` atomically, then point ``latest`` at it."""
+    _atomic_write(path, lambda stream: stream.write(payload))
+    write_latest(path.parent, path.name)
+
+
+class CheckpointWriter:
+    """One daemon thread that runs checkpoint jobs in the order they were submitted."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def write(self, path: Path, payload: bytes) -> None:
+        """Queue an atomic write of ``payload`` to ``path`` (and the ``latest`` pointer)."""
+        self._submit(write_now, path, payload)
+
+    def remove(self, path: Path) -> None:
+        """Queue the deletion of ``path``, after every write queued before it."""
+        self._submit(lambda p: p.unlink(missing_ok=True), path)
+
+    def _submit(self, job: Callable[..., Any], *args: Any) -> None:
+        self._raise_pending()
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="hookline-checkpoints",
+                                            daemon=True)
+            self._thread.start()
+        self._jobs.put((job, args))
+
+    def _run(self) -> None:
+        while True:
+            job, args = self._jobs.get()
+            try:
+                if self._error is None:  # after a failure, later jobs (deletions) are skipped
+                    job(*args)
+            except BaseException as exc:  # noqa: BLE001 - handed to the training thread
+                self._error = exc
+            finally:
+                self._jobs.task_done()
+
+    def flush(self) -> None:
+        """Wait until every queued job is done; re-raise the first failure."""
+        if self._thread is not None:
+            self._jobs.join()
+        self._raise_pending()
+
+    def _raise_pending(self) -> None:
+        error, self._error = self._error, None
+        if error is not None:
+            raise RuntimeError(f"writing a checkpoint in the background failed: {error}") \
+                from error
