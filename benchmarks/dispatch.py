@@ -32,6 +32,7 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Optional
 
+from _machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path)
 from hookline.core import Event, hookable
 
 SIZES = (0, 1, 8, 32)
@@ -201,15 +202,7 @@ def hookable_table(repeat: int, quick: bool) -> tuple[list[str], dict]:
 
 
 def machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    model = cpu_model()
     versions = []
     for name in ("pluggy", "blinker"):
         try:

@@ -41,6 +41,8 @@ import torch
 import torchinfo
 from torch import nn
 
+from _machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -51,14 +53,7 @@ from hookline.inspect import FeatureExtractor, GradientMonitor, summary  # noqa:
 
 
 def machine() -> str:
-    model = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}, "
             f"torch {torch.__version__}, torchinfo {torchinfo.__version__}, "

@@ -51,6 +51,8 @@ import time
 from collections.abc import Callable
 from importlib import metadata
 
+from _machine import cpu_model  # benchmarks/ is on sys.path when a script here runs
+
 SAMPLES, BATCH, EPOCHS, LR = 8192, 32, 4, 0.01
 CONTENDERS = ("plain", "hookline", "hookline-lean", "ignite", "mmengine", "mmengine-lean",
               "lightning", "lightning-bare")
@@ -221,15 +223,7 @@ def run_once(name: str, samples: int) -> dict:
 
 
 def machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    model = cpu_model()
     return (f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}, "
             f"torch {metadata.version('torch')}")
 
