@@ -34,23 +34,19 @@ Example::
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import errno
 import logging
 import os
 import pickle
 import re
-import tempfile
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-import numpy as np
 import torch
 
-from hookline import __version__ as _HOOKLINE_VERSION
+from .atomic_write import atomic_write
+from .checkpoint_content import check_weights_only, make_meta, to_plain
 
 __all__ = [
     "LATEST_FILENAME",
@@ -129,215 +125,12 @@ class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
         self.filename = str(path)
 
 
-# --------------------------------------------------------------------------- plain content
-
-
-def make_meta(epoch: int, iteration: int, **extra: Any) -> dict[str, Any]:
-    """The ``"meta"`` entry of a hookline checkpoint.
-
-    Holds ``hookline_version`` (what marks a file as a hookline checkpoint),
-    ``torch_version``, ``epoch``, ``iter`` (what :func:`find_resumable` orders
-    by), ``time`` (seconds since the epoch) and any ``extra`` entries, which
-    must be plain values.
-
-    Example::
-
-        >>> meta = make_meta(epoch=2, iteration=90, seed=0)
-        >>> meta["iter"], meta["seed"], "hookline_version" in meta
-        (90, 0, True)
-    """
-    return {
-        "hookline_version": _HOOKLINE_VERSION,
-        "torch_version": str(torch.__version__),
-        "epoch": int(epoch),
-        "iter": int(iteration),
-        "time": time.time(),
-        **extra,
-    }
-
-
-def to_plain(obj: Any) -> Any:
-    """A copy of ``obj`` that ``torch.load(weights_only=True)`` accepts.
-
-    Numpy arrays become tensors (``torch.from_numpy`` of a copy; the dtype is
-    kept), numpy scalars become Python scalars, and dicts, lists, tuples and
-    sets are converted recursively (a dict subclass other than ``OrderedDict``
-    and ``Counter``, or a named tuple, becomes a plain ``dict`` / ``tuple``).
-    Tensors and everything else are returned as they are; use
-    :func:`check_weights_only` to find values that would still be refused.
-
-    Example::
-
-        >>> import numpy as np
-        >>> to_plain({"state": ("MT19937", np.arange(3, dtype=np.uint32), np.int64(2))})
-        {'state': ('MT19937', tensor([0, 1, 2], dtype=torch.uint32), 2)}
-    """
-    if isinstance(obj, torch.Tensor):
-        return obj
-    if isinstance(obj, np.ndarray):
-        if obj.dtype == object:
-            raise TypeError("to_plain: a numpy array of dtype=object cannot become a tensor")
-        return torch.from_numpy(np.ascontiguousarray(obj).copy())
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, Mapping):
-        items = [(to_plain(k), to_plain(v)) for k, v in obj.items()]
-        if type(obj) is collections.OrderedDict:
-            return collections.OrderedDict(items)
-        if type(obj) is collections.Counter:
-            return collections.Counter(dict(items))
-        return dict(items)
-    if isinstance(obj, list):
-        return [to_plain(v) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(to_plain(v) for v in obj)
-    if isinstance(obj, (set, frozenset)):
-        return {to_plain(v) for v in obj}
-    return obj
-
-
-# Exact types that weights_only loading accepts (torch 2.4 .. 2.13), besides tensors.
-_PLAIN_LEAVES: tuple[type, ...] = (
-    type(None),
-    bool,
-    int,
-    float,
-    complex,
-    str,
-    bytes,
-    bytearray,
-    torch.Size,
-    torch.device,
-    torch.dtype,
-    torch.layout,
-    torch.memory_format,
-    torch.qscheme,
-)
-_PLAIN_MAPPINGS: tuple[type, ...] = (dict, collections.OrderedDict, collections.Counter)
-_PLAIN_SEQUENCES: tuple[type, ...] = (list, tuple, set)
-_PLAIN_TENSORS: tuple[type, ...] = (torch.Tensor, torch.nn.Parameter)
-
-
-def _user_safe_types() -> set[Any]:
-    """Classes the user allowlisted with ``torch.serialization.add_safe_globals``."""
-    get = getattr(torch.serialization, "get_safe_globals", None)
-    if get is None:
-        return set()
-    out: set[Any] = set()
-    for entry in get():
-        out.add(entry[0] if isinstance(entry, tuple) else entry)
-    return out
-
-
-def check_weights_only(obj: Any, name: str = "checkpoint") -> None:
-    """Raise :class:`TypeError` if ``obj`` holds a value that
-    ``torch.load(weights_only=True)`` would refuse.
-
-    The message gives the value's place (``checkpoint['hooks'][0]['best']``)
-    and type, so the problem shows when saving instead of when resuming.
-    Accepted: tensors, ``None``, bool, int, float, complex, str, bytes,
-    ``torch.Size``/``device``/``dtype``, dicts (``dict``, ``OrderedDict``,
-    ``Counter``), lists, tuples, sets, and classes allowlisted with
-    ``torch.serialization.add_safe_globals``.
-
-    Example::
-
-        >>> import numpy as np
-        >>> check_weights_only({"w": torch.ones(1), "n": [1, 2.0, None]})
-        >>> try:
-        ...     check_weights_only({"hooks": [{"best": np.float64(0.5)}]})
-        ... except TypeError as exc:
-        ...     print(exc)  # doctest: +ELLIPSIS
-        checkpoint['hooks'][0]['best'] is a numpy.float64, which torch.load(weights_only=True) refuses; ...
-    """
-    allowed_extra = _user_safe_types()
-    seen: set[int] = set()
-    stack: list[tuple[str, Any]] = [(name, obj)]
-    while stack:
-        where, value = stack.pop()
-        kind = type(value)
-        if kind in _PLAIN_LEAVES or kind in allowed_extra:
-            continue
-        if isinstance(value, torch.Tensor):
-            if kind in _PLAIN_TENSORS:
-                continue
-        elif kind in _PLAIN_MAPPINGS or kind in _PLAIN_SEQUENCES:
-            if id(value) in seen:
-                continue
-            seen.add(id(value))
-            if kind in _PLAIN_MAPPINGS:
-                for key, item in reversed(list(value.items())):
-                    stack.append((f"{where}[{key!r}]", item))
-                    stack.append((f"{where} key {key!r}", key))
-            elif kind is set:
-                stack.extend((f"{where} item", item) for item in value)
-            else:
-                stack.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))
-            continue
-        qualname = (
-            f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" else kind.__name__
-        )
-        raise TypeError(
-            f"{where} is a {qualname}, which torch.load(weights_only=True) refuses; store tensors and "
-            "plain containers only (hookline.engine.checkpoint.to_plain converts numpy values), or "
-            "allowlist the class with torch.serialization.add_safe_globals"
-        )
-
-
 # --------------------------------------------------------------------------- atomic writes
-
-
-def _umask() -> int:
-    """The process umask, read without changing it where the platform allows."""
-    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Flush a directory entry change (a rename) to disk, where the OS allows it."""
-    if os.name == "nt":  # directories cannot be opened for fsync on Windows
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError:  # some file systems do not support fsync on directories
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> Path:
-    """Write ``path`` through a temp file in its folder: write, flush, fsync, replace,
-    fsync the folder. On failure the temp file is removed and ``path`` is untouched."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            write(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        # mkstemp creates 0600 files; give the result the permissions a plain open() would.
-        with contextlib.suppress(OSError):
-            os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    _fsync_dir(path.parent)
-    return path
-
 
 def save_atomic(obj: dict, path: PathLike, *, check: bool = True) -> Path:
     """``torch.save`` ``obj`` to ``path`` atomically; return ``path`` as a :class:`Path`.
 
-    The data goes to a temp file (``.<name>.XXXX.tmp``) in the same folder,
+    The data goes to a temp file (``.<name>.<random>.tmp``) in the same folder,
     which is flushed and fsynced, then ``os.replace``-d onto ``path``, and the
     folder is fsynced. If anything fails (or the process dies) the temp file is
     removed (or left as a dot-file that :func:`find_resumable` ignores) and an
@@ -357,7 +150,7 @@ def save_atomic(obj: dict, path: PathLike, *, check: bool = True) -> Path:
     path = Path(path)
     if check:
         check_weights_only(obj)
-    return _atomic_write(path, lambda stream: torch.save(obj, stream))
+    return atomic_write(path, lambda stream: torch.save(obj, stream))
 
 
 def write_latest(directory: PathLike, filename: PathLike) -> Path:
@@ -387,7 +180,7 @@ def write_latest(directory: PathLike, filename: PathLike) -> Path:
     if name in ("", ".") or ".." in target.parts:
         raise ValueError(f"write_latest: {str(filename)!r} does not name a file inside {str(directory)!r}")
     data = (name + "\n").encode("utf-8")
-    return _atomic_write(directory / LATEST_FILENAME, lambda stream: stream.write(data))
+    return atomic_write(directory / LATEST_FILENAME, lambda stream: stream.write(data))
 
 
 def read_latest(directory: PathLike) -> Path | None:

@@ -30,7 +30,8 @@ from typing import Any
 
 import torch
 
-from .checkpoint import _atomic_write, check_weights_only, write_latest
+from .atomic_write import atomic_write
+from .checkpoint import check_weights_only, write_latest
 
 
 def serialize(checkpoint: dict) -> bytes:
@@ -43,7 +44,7 @@ def serialize(checkpoint: dict) -> bytes:
 
 def write_now(path: Path, payload: bytes) -> None:
     """Write ``payload`` to ``path`` atomically, then point ``latest`` at it."""
-    _atomic_write(path, lambda stream: stream.write(payload))
+    atomic_write(path, lambda stream: stream.write(payload))
     write_latest(path.parent, path.name)
 
 

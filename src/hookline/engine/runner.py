@@ -11,7 +11,10 @@ Example::
     ...                 train_dataloader=DataLoader(data, batch_size=16, shuffle=True),
     ...                 val_dataloader=DataLoader(data, batch_size=32), metrics={"acc": "accuracy"},
     ...                 work_dir=tempfile.mkdtemp(), default_hooks={"logger": None})
-    >>> runner.train(); runner.iter
+    >>> model = runner.train()  # doctest: +ELLIPSIS
+    2... - hookline - INFO - hooks by stage:
+    ...
+    >>> runner.iter
     8
 """
 

@@ -1,0 +1,29 @@
+"""Every docstring example outside hookline.core runs too (tests/core covers the core)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import os
+import pkgutil
+
+import pytest
+
+import hookline
+
+MODULES = sorted(
+    info.name for info in pkgutil.walk_packages(hookline.__path__, prefix="hookline.")
+    if not info.name.startswith("hookline.core")
+)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_pass(name, tmp_path):
+    module = importlib.import_module(name)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)  # examples that write default work dirs write them here
+    try:
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
+    finally:
+        os.chdir(cwd)
+    assert result.failed == 0, f"{result.failed} docstring example(s) of {name} failed (see output)"
