@@ -45,7 +45,7 @@ from .logs import close_logger, make_logger
 from .message_hub import MessageHub
 from .registries import DATASETS, HOOKS, LOSSES, MODELS
 from .signals import StopRequest, TrainingInterrupted
-from .step import StepModule, check_contract, run_step
+from .step import StepModule, check_contract, make_step
 
 DEFAULT_HOOKS: dict[str, dict] = {
     "optimizer": {"type": "OptimizerHook"},
@@ -135,6 +135,7 @@ class Runner:
         self._position = (0, 0, 0)
         self._resume, self._load_from, self._loaded = resume, load_from, False
         self._writer = CheckpointWriter()
+        self._steps: dict[str, Callable[[Any], dict]] = {}
         self._stop: StopRequest | None = None
         self.hooks = HookTable()
         self._register_default_hooks(default_hooks)
@@ -278,6 +279,7 @@ class Runner:
 
     @contextlib.contextmanager
     def _running(self) -> Iterator[None]:
+        self._steps = {}  # the model may have changed between runs
         self.hooks.call(self, "before_run")
         try:
             yield
@@ -296,7 +298,10 @@ class Runner:
     def _step(self, batch: Any, mode: str) -> dict:
         if self._ddp is not None and mode == "train":
             return self._ddp(batch, mode)
-        return run_step(self.model, self.loss_fn, batch, mode)
+        step = self._steps.get(mode)
+        if step is None:  # resolved once per run (see _running), not every iteration
+            step = self._steps[mode] = make_step(self.model, self.loss_fn, mode)
+        return step(batch)
 
     def _should_stop(self) -> bool:
         """After an iteration: stop on ``stop_training``, or checkpoint and exit on a signal."""

@@ -12,7 +12,6 @@ Example::
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,46 +20,51 @@ import torch
 from hookline.core import ConfigError
 
 _METHODS = {"train": "training_step", "val": "validation_step", "test": "test_step"}
-# Models known to lack a mode's method: a failed lookup on a Module goes through
-# Module.__getattr__ and raises inside, which is slow to repeat every iteration.
-_LACKS: dict[str, weakref.WeakSet] = {mode: weakref.WeakSet() for mode in _METHODS}
 
 
-def step_method(model: torch.nn.Module, mode: str) -> Callable | None:
-    """``model.training_step`` (``validation_step``, ``test_step`` for "val", "test") or None."""
-    lacks = _LACKS[mode]
-    try:
-        if model in lacks:
-            return None
-    except TypeError:  # an unhashable module (it defines __eq__ only): look it up every time
-        return getattr(model, _METHODS[mode], None)
-    method = getattr(model, _METHODS[mode], None)
-    if method is None:
-        lacks.add(model)
-    return method
+def make_step(model: torch.nn.Module, loss_fn: Callable | None, mode: str
+              ) -> Callable[[Any], dict]:
+    """The step function of ``mode`` ("train", "val" or "test") for ``model``, resolved once.
+
+    It calls ``model.training_step(batch)`` (``validation_step``,
+    ``test_step``) when the model has it, else computes
+    ``loss_fn(model(inputs), targets)`` on an ``(inputs, targets)`` batch; it
+    returns the outputs dict. The Runner makes one per run, so the lookup is
+    not repeated every iteration.
+    """
+    name = _METHODS[mode]
+    method = getattr(model, name, None)
+    if method is not None:
+        def own_step(batch: Any) -> dict:
+            outputs = method(batch)
+            if isinstance(outputs, torch.Tensor):
+                return {"loss": outputs}
+            if not isinstance(outputs, Mapping) or (mode == "train" and "loss" not in outputs):
+                raise TypeError(
+                    f"{type(model).__name__}.{name} must return a dict with a 'loss' "
+                    f"entry (plus anything to log), got {type(outputs).__name__}"
+                )
+            return dict(outputs)
+        return own_step
+    if mode == "train":
+        def train_step(batch: Any) -> dict:
+            inputs, targets = split_batch(batch, model)
+            return {"loss": loss_fn(model(inputs), targets)}
+        return train_step
+
+    def eval_step(batch: Any) -> dict:
+        inputs, targets = split_batch(batch, model)
+        preds = model(inputs)
+        outputs = {"preds": preds, "targets": targets}
+        if loss_fn is not None:
+            outputs["loss"] = loss_fn(preds, targets)
+        return outputs
+    return eval_step
 
 
 def run_step(model: torch.nn.Module, loss_fn: Callable | None, batch: Any, mode: str) -> dict:
-    """One step of ``mode`` ("train", "val" or "test"); returns the outputs dict."""
-    method = step_method(model, mode)
-    if method is not None:
-        outputs = method(batch)
-        if isinstance(outputs, torch.Tensor):
-            outputs = {"loss": outputs}
-        if not isinstance(outputs, Mapping) or (mode == "train" and "loss" not in outputs):
-            raise TypeError(
-                f"{type(model).__name__}.{_METHODS[mode]} must return a dict with a 'loss' "
-                f"entry (plus anything to log), got {type(outputs).__name__}"
-            )
-        return dict(outputs)
-    inputs, targets = split_batch(batch, model)
-    preds = model(inputs)
-    if mode == "train":
-        return {"loss": loss_fn(preds, targets)}
-    outputs = {"preds": preds, "targets": targets}
-    if loss_fn is not None:
-        outputs["loss"] = loss_fn(preds, targets)
-    return outputs
+    """One step of ``mode`` on ``batch``; returns the outputs dict (see :func:`make_step`)."""
+    return make_step(model, loss_fn, mode)(batch)
 
 
 def split_batch(batch: Any, model: torch.nn.Module) -> tuple[Any, Any]:
@@ -88,6 +92,8 @@ class StepModule(torch.nn.Module):
         super().__init__()
         self.module = model
         self.loss_fn = loss_fn
+        self.train_step = make_step(model, loss_fn, "train")
 
     def forward(self, batch: Any, mode: str) -> dict:
-        return run_step(self.module, self.loss_fn, batch, mode)
+        return self.train_step(batch) if mode == "train" else run_step(
+            self.module, self.loss_fn, batch, mode)
