@@ -12,7 +12,7 @@ import hookline.hooks  # noqa: E402,F401,I001  (registers the built-in hooks in 
 from .checkpoint import CheckpointError
 from .hook import STAGES, Hook
 from .message_hub import MessageHub
-from .registries import DATASETS, HOOKS, MODELS, OPTIMIZERS, PARAM_SCHEDULERS
+from .registries import DATASETS, HOOKS, LOSSES, MODELS, OPTIMIZERS, PARAM_SCHEDULERS
 from .runner import Runner
 from .signals import TrainingInterrupted
 
@@ -20,6 +20,7 @@ __all__ = [
     "CheckpointError",
     "DATASETS",
     "HOOKS",
+    "LOSSES",
     "Hook",
     "MODELS",
     "MessageHub",
