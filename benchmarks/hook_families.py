@@ -21,13 +21,13 @@ load on the machine).
 from __future__ import annotations
 
 import argparse
-import platform
 import timeit
 from types import SimpleNamespace
 
 import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
+from _machine import cpu_model  # benchmarks/ is on sys.path when a script here runs
 from hookline import Hook
 from hookline.engine.hook_table import HookTable
 from hookline.hooks import CheckInvalidLossHook, ClosureHook, EMAHook, KerasCallback
@@ -91,7 +91,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, "
+    print(f"# {cpu_model()}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads")
     for device in devices:
         loss = torch.tensor(0.5, device=device)

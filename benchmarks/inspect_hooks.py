@@ -27,6 +27,8 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from _machine import cpu_model  # benchmarks/ is on sys.path when a script here runs
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -74,7 +76,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"python {platform.python_version()}, torch {torch.__version__}, "
-          f"{platform.processor() or platform.machine()}, 1 torch thread, {args.iters} iterations")
+          f"{cpu_model()}, 1 torch thread, {args.iters} iterations")
     for model_name in MODELS:
         results: dict[str, list[float]] = {name: [] for name in SETUPS}
         for _ in range(args.repeat):

@@ -28,6 +28,7 @@ import timeit
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from _machine import cpu_model  # benchmarks/ is on sys.path when a script here runs
 from hookline import Hook, Runner
 from hookline.engine.hook_table import HookTable
 
@@ -93,7 +94,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"python {platform.python_version()}, torch {torch.__version__}, "
-          f"{platform.processor() or platform.machine()}, 1 torch thread")
+          f"{cpu_model()}, 1 torch thread")
     off, on = dispatch_ns(False), dispatch_ns(True)
     print(f"HookTable.call, 6 no-op hooks: profiling off {off:.0f} ns, on {on:.0f} ns "
           f"(+{(on - off) / 6:.0f} ns per hook call)")
