@@ -153,6 +153,27 @@ def test_two_ranks_match_one_process_with_the_same_global_batch(tmp_path):
 
 
 @needs_gloo
+@pytest.mark.timeout(180)
+def test_accumulation_skips_the_all_reduce_on_micro_batches_and_matches_one_process(tmp_path):
+    single, ddp = tmp_path / "single", tmp_path / "ddp"
+    single.mkdir(), ddp.mkdir()
+    # 40 samples: 5 batches of 8 an epoch, accumulated in groups of 2, 2 and a last group of 1
+    args = ("--train-size", "40", "--epochs", "2", "--accumulate", "2")
+    one = _run([sys.executable, str(SCRIPT), "--out", str(single), "--batch", "8", *args], single)
+    assert one.returncode == 0, one.stdout + one.stderr
+    two = _run(_torchrun_cmd(ddp, "--batch", "4", *args), ddp)
+    assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
+    rank0, rank1 = _results(ddp)
+    # under DDP only the last micro-batch of each group all-reduces (the others run no_sync)
+    assert rank0["grad_sync"] == rank1["grad_sync"] == [False, True, False, True, True] * 2
+    (reference,) = _results(single, ranks=(0,))
+    assert reference["grad_sync"] == [True] * 10  # one process: nothing to skip
+    w_single, w0, w1 = _weights(single, 0), _weights(ddp, 0), _weights(ddp, 1)
+    assert all(torch.equal(w0[k], w1[k]) for k in w0)
+    assert _max_diff(w0, w_single) < 1e-5
+
+
+@needs_gloo
 @pytest.mark.timeout(120)
 def test_validation_when_a_rank_has_no_samples(tmp_path):
     """One validation sample on two ranks: rank 1's shard is empty, yet it joins every

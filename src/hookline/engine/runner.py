@@ -131,6 +131,7 @@ class Runner:
         self.stop_training = False
         self.autocast: Callable[[], Any] | None = None
         self.grad_scaler: Any = None
+        self.grad_sync = True  # False: this iteration's backward skips the DDP all-reduce
         self._resume_batch = 0
         self._position = (0, 0, 0)
         self._resume, self._load_from, self._loaded = resume, load_from, False
@@ -297,7 +298,10 @@ class Runner:
 
     def _step(self, batch: Any, mode: str) -> dict:
         if self._ddp is not None and mode == "train":
-            return self._ddp(batch, mode)
+            if self.grad_sync:
+                return self._ddp(batch, mode)
+            with self._ddp.no_sync():  # a micro-batch of an accumulation group (OptimizerHook)
+                return self._ddp(batch, mode)
         step = self._steps.get(mode)
         if step is None:  # resolved once per run (see _running), not every iteration
             step = self._steps[mode] = make_step(self.model, self.loss_fn, mode)

@@ -107,6 +107,8 @@ class OptimizerHook(Hook):
                               "or remove the hook with default_hooks={'optimizer': None}")
         self._optimizer = runner.optimizer
         runner.optimizer.zero_grad(set_to_none=True)
+        first = runner._resume_batch if runner.max_epochs is not None else 0
+        self._plan_grad_sync(runner, first, 0)
         if self._pending is not None:
             self._restore_pending(runner)
 
@@ -129,23 +131,34 @@ class OptimizerHook(Hook):
         return torch.amp.GradScaler("cuda", init_scale=float(self.loss_scale))
 
     # -- the step ---------------------------------------------------------------------------
-    def _group(self, runner, batch_idx: int) -> tuple[int, bool]:
-        """(size of the accumulation group this iteration is in, whether it ends it)."""
+    def _group(self, runner, batch_idx: int, ahead: int = 0) -> tuple[int, bool]:
+        """(size of the accumulation group an iteration is in, whether it ends it), for this
+        iteration or, with ``ahead=1``, the next one."""
         n = self.accumulate
         if runner.max_epochs is not None:
-            position, total = batch_idx, len(runner.train_dataloader)
+            position, total = batch_idx + ahead, len(runner.train_dataloader)
+            if position >= total:  # the next iteration starts a new epoch
+                position -= total
         else:
-            position, total = runner.iter, runner.max_iters
+            position, total = runner.iter + ahead, runner.max_iters
         start = position - position % n
         size = min(n, total - start)
         return size, position + 1 == start + size
+
+    def _plan_grad_sync(self, runner, batch_idx: int, ahead: int) -> None:
+        """Under DDP, all-reduce gradients only on the last micro-batch of a group: the Runner
+        runs the other forwards under ``no_sync()`` when ``runner.grad_sync`` is False."""
+        if self.accumulate > 1 and runner.world_size > 1:
+            runner.grad_sync = self._group(runner, batch_idx, ahead)[1]
 
     def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         loss = outputs["loss"]
         size, last = (1, True) if self.accumulate == 1 else self._group(runner, batch_idx)
-        if size > 1:
-            loss = loss / size
+        if self.accumulate > 1:
+            self._plan_grad_sync(runner, batch_idx, 1)
+            if size > 1:
+                loss = loss / size
         scaler = self._scaler
         if scaler is not None:
             scaler.scale(loss).backward()

@@ -52,6 +52,10 @@ class Record(Hook):
         self.slow = slow
         self.val_metrics: list[dict] = []
         self.saved_before_barrier: list[bool] = []
+        self.grad_sync: list[bool] = []
+
+    def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
+        self.grad_sync.append(runner.grad_sync)
 
     def before_save_checkpoint(self, runner, checkpoint) -> None:
         if runner.rank == 0:
@@ -83,6 +87,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--slow", type=float, default=0.0)
+    parser.add_argument("--accumulate", type=int, default=1)
     parser.add_argument("--torchmetrics", action="store_true",
                         help="also compute accuracy with a torchmetrics Metric")
     args = parser.parse_args()
@@ -103,7 +108,8 @@ def main() -> None:
         val_dataloader=DataLoader(make_data(args.val_size, 1), batch_size=5),
         metrics=metrics,
         work_dir=args.out / f"work_rank{rank}", seed=7, device="cpu", hooks=[record],
-        default_hooks={"logger": {"type": "LoggerHook", "interval": 2}},
+        default_hooks={"logger": {"type": "LoggerHook", "interval": 2},
+                       "optimizer": {"type": "OptimizerHook", "accumulate": args.accumulate}},
     )
     try:
         runner.train()
@@ -112,7 +118,8 @@ def main() -> None:
                    args.out / f"weights_rank{rank}.pt")
         result = {"rank": runner.rank, "world_size": runner.world_size, "iter": runner.iter,
                   "val": record.val_metrics,
-                  "saved_before_barrier": record.saved_before_barrier}
+                  "saved_before_barrier": record.saved_before_barrier,
+                  "grad_sync": record.grad_sync}
         (args.out / f"result_rank{rank}.json").write_text(json.dumps(result))
 
 
