@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import random
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -65,6 +66,17 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def _shutdown_distributed(runner_ref: weakref.ref) -> None:
+    """At exit, while the interpreter is still whole: free the DDP wrapper (its reducer holds
+    gloo work objects whose destruction at interpreter teardown aborts the process), then
+    destroy the process group this process created."""
+    runner = runner_ref()
+    if runner is not None:
+        runner._ddp = None
+    gc.collect()
+    distributed.destroy()
+
+
 def resolve_device(device: str | torch.device) -> torch.device:
     if device == "auto":
         if torch.cuda.is_available():
@@ -101,7 +113,7 @@ class Runner:
         self.seed = seed
         seed_everything(seed)
         if distributed.init_from_env(str(device)):
-            atexit.register(distributed.destroy)  # the group outlives this runner, not the process
+            atexit.register(_shutdown_distributed, weakref.ref(self))
         self.rank, self.world_size = distributed.get_rank(), distributed.get_world_size()
         self.device = resolve_device(device)
         if self.device.type == "cuda" and self.world_size > 1:
