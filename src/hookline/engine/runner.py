@@ -20,16 +20,12 @@ Example::
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import gc
-import random
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from hookline.core import ConfigError, HookHandle
@@ -39,6 +35,7 @@ from .build import build_optimizer, build_schedulers
 from .checkpoint import find_resumable, load_checkpoint_file
 from .checkpoint_writer import CheckpointWriter, serialize, write_now
 from .data import build_dataloader
+from .environment import destroy_at_exit, resolve_device, seed_everything
 from .evaluator import build_metrics
 from .hook import Hook
 from .hook_table import HookProfile, HookTable
@@ -57,36 +54,6 @@ DEFAULT_HOOKS: dict[str, dict] = {
     "sampler_seed": {"type": "DistSamplerSeedHook"},
     "progress": {"type": "ProgressBarHook"},
 }
-
-
-def seed_everything(seed: int) -> None:
-    """Seed python, numpy and torch (all devices)."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def _shutdown_distributed(runner_ref: weakref.ref) -> None:
-    """At exit, while the interpreter is still whole: free the DDP wrapper (its reducer holds
-    gloo work objects whose destruction at interpreter teardown aborts the process), then
-    destroy the process group this process created."""
-    runner = runner_ref()
-    if runner is not None:
-        runner._ddp = None
-    gc.collect()
-    distributed.destroy()
-
-
-def resolve_device(device: str | torch.device) -> torch.device:
-    if device == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda", torch.cuda.current_device())
-        return torch.device("cpu")
-    try:
-        return torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ConfigError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}") \
-            from exc
 
 
 class Runner:
@@ -113,7 +80,7 @@ class Runner:
         self.seed = seed
         seed_everything(seed)
         if distributed.init_from_env(str(device)):
-            atexit.register(_shutdown_distributed, weakref.ref(self))
+            destroy_at_exit(self)
         self.rank, self.world_size = distributed.get_rank(), distributed.get_world_size()
         self.device = resolve_device(device)
         if self.device.type == "cuda" and self.world_size > 1:
