@@ -12,8 +12,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
 
+# ruff, then mypy (its settings and the files it checks are in pyproject.toml)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/mypy
 
 test: lint
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2

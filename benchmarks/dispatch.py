@@ -32,7 +32,7 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Optional
 
-from _machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path)
+from _machine import cpu_model  # benchmarks/ is on sys.path when a script here runs
 from hookline.core import Event, hookable
 
 SIZES = (0, 1, 8, 32)
@@ -42,7 +42,7 @@ def make_hooks(n: int) -> list[Callable]:
     """N distinct no-op functions of one argument."""
     hooks = []
     for _ in range(n):
-        def hook(x):
+        def hook(x):  # noqa: ARG001 - pluggy passes hook arguments by name: it must be `x`
             return None
         hooks.append(hook)
     return hooks
@@ -66,7 +66,7 @@ def hookline_emit(hooks: list[Callable]) -> Stmt:
 
 def pluggy_call(hooks: list[Callable]) -> Stmt:
     try:
-        import pluggy
+        import pluggy  # noqa: PLC0415 - optional (the bench extra)
     except ImportError:
         return None
     spec = pluggy.HookspecMarker("bench")
@@ -87,7 +87,7 @@ def pluggy_call(hooks: list[Callable]) -> Stmt:
 
 def blinker_send(hooks: list[Callable]) -> Stmt:
     try:
-        import blinker
+        import blinker  # noqa: PLC0415 - optional (the bench extra)
     except ImportError:
         return None
     signal = blinker.Signal()
@@ -178,7 +178,7 @@ hooked_function = hookable(bare_function)
 
 def hookable_table(repeat: int, quick: bool) -> tuple[list[str], dict]:
     with_post = hookable(bare_function)
-    with_post.post(lambda result, args, kwargs: None)
+    with_post.post(lambda _result, _args, _kwargs: None)
     namespace = {"bare_function": bare_function, "hooked_function": hooked_function,
                  "plain": Plain(), "hooked": Hooked(), "with_post": with_post}
     rows = [

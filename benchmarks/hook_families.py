@@ -98,9 +98,9 @@ def main() -> None:
         outputs = {"loss": loss}
         rows = [
             ("Hook subclass, no-op", Noop()),
-            ("ClosureHook (no filter)", ClosureHook("after_train_iter", lambda r, **kw: None)),
+            ("ClosureHook (no filter)", ClosureHook("after_train_iter", lambda _runner, **kw: None)),
             ("ClosureHook (every=10)",
-             ClosureHook("after_train_iter", lambda r, **kw: None, every=10)),
+             ClosureHook("after_train_iter", lambda _runner, **kw: None, every=10)),
             ("KerasCallback.on_train_batch_end (logs unread)", KerasNoop()),
             ("CheckInvalidLossHook(interval=1)", CheckInvalidLossHook(1)),
             ("CheckInvalidLossHook(interval=100)", CheckInvalidLossHook(100)),

@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import logging
 import os
 import platform
 import statistics
@@ -48,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from importlib import metadata
 
@@ -61,9 +63,11 @@ PACKAGES = {"hookline": "hookline", "ignite": "pytorch-ignite", "mmengine": "mme
 
 
 # -- the workload (imported in the worker only) -----------------------------------------------
+# Each framework (torch included) is imported in the worker process that runs it, and only
+# there: the driver stays light, and a framework that is not installed is skipped.
 def make_workload(samples: int):
-    import torch
-    from torch.utils.data import DataLoader, TensorDataset
+    import torch  # noqa: PLC0415
+    from torch.utils.data import DataLoader, TensorDataset  # noqa: PLC0415
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -80,7 +84,8 @@ def timed(train: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def run_plain(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
+# The runners share one signature (RUNS): not every one uses each argument.
+def run_plain(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:  # noqa: ARG001
     torch, _, model, loader = make_workload(samples)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -102,7 +107,7 @@ def run_plain(samples: int, work_dir: str, lean: bool) -> tuple[float, float, in
 
 def run_hookline(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
     torch, _, model, loader = make_workload(samples)
-    from hookline import Runner
+    from hookline import Runner  # noqa: PLC0415
 
     off = {"logger": None, "timer": None, "checkpoint": None} if lean else {}
     runner = Runner(model, optimizer={"type": "SGD", "lr": LR},
@@ -118,9 +123,9 @@ def run_hookline(samples: int, work_dir: str, lean: bool) -> tuple[float, float,
     return wall, cpu, runner.iter
 
 
-def run_ignite(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
+def run_ignite(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:  # noqa: ARG001
     torch, _, model, loader = make_workload(samples)
-    from ignite.engine import create_supervised_trainer
+    from ignite.engine import create_supervised_trainer  # noqa: PLC0415
 
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     trainer = create_supervised_trainer(model, optimizer, torch.nn.CrossEntropyLoss())
@@ -130,8 +135,8 @@ def run_ignite(samples: int, work_dir: str, lean: bool) -> tuple[float, float, i
 
 def run_mmengine(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
     torch, data, model, _ = make_workload(samples)
-    from mmengine.model import BaseModel
-    from mmengine.runner import Runner
+    from mmengine.model import BaseModel  # noqa: PLC0415
+    from mmengine.runner import Runner  # noqa: PLC0415
 
     class Wrapped(BaseModel):
         def __init__(self, net):
@@ -139,7 +144,7 @@ def run_mmengine(samples: int, work_dir: str, lean: bool) -> tuple[float, float,
             self.net = net
             self.loss_fn = torch.nn.CrossEntropyLoss()
 
-        def forward(self, inputs, targets, mode="loss"):
+        def forward(self, inputs, targets, mode="loss"):  # noqa: ARG002 - MMEngine passes mode
             return {"loss": self.loss_fn(self.net(inputs), targets)}
 
     def collate(batch):
@@ -159,7 +164,7 @@ def run_mmengine(samples: int, work_dir: str, lean: bool) -> tuple[float, float,
 
 def run_lightning(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
     torch, _, model, loader = make_workload(samples)
-    import lightning
+    import lightning  # noqa: PLC0415
 
     class Module(lightning.LightningModule):
         def __init__(self, net):
@@ -167,7 +172,7 @@ def run_lightning(samples: int, work_dir: str, lean: bool) -> tuple[float, float
             self.net = net
             self.loss_fn = torch.nn.CrossEntropyLoss()
 
-        def training_step(self, batch, batch_idx):
+        def training_step(self, batch, batch_idx):  # noqa: ARG002 - Lightning's signature
             inputs, targets = batch
             loss = self.loss_fn(self.net(inputs), targets)
             self.log("loss", loss)
@@ -192,9 +197,6 @@ RUNS: dict[str, Callable[[int, str, bool], tuple[float, float, int]]] = {
 
 
 def worker(name: str, samples: int) -> None:
-    import logging
-    import warnings
-
     warnings.filterwarnings("ignore")
     logging.getLogger("lightning").setLevel(logging.ERROR)
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)

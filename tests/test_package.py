@@ -8,6 +8,7 @@ import sys
 import pytest
 
 import hookline
+import hookline.core
 
 HEAVY = ("torch", "numpy")
 
@@ -48,8 +49,6 @@ def test_core_names_are_available_lazily_from_the_top_package_without_torch():
 
 
 def test_top_level_names_resolve_to_hookline_core():
-    import hookline.core
-
     for name in hookline.core.__all__:
         assert getattr(hookline, name) is getattr(hookline.core, name)
         assert name in dir(hookline)

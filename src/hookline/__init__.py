@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from hookline.core.version import __version__
 
 # name -> module that defines it; loaded on first access (PEP 562) so that
 # ``import hookline.core`` never pulls in torch.

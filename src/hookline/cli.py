@@ -32,9 +32,9 @@ import hookline
 
 # name -> (module, function adding its arguments, function running it, one-line help)
 COMMANDS: dict[str, tuple[str, str, str, str]] = {
-    "train": ("hookline.engine.command", "add_train_arguments", "run_train",
+    "train": ("hookline.app.commands", "add_train_arguments", "run_train",
               "train the run a YAML/JSON config describes (the demo without one)"),
-    "hooks": ("hookline.engine.command", "add_hooks_arguments", "run_hooks",
+    "hooks": ("hookline.app.commands", "add_hooks_arguments", "run_hooks",
               "print a config's hook table, or list every registered hook"),
     "inspect": ("hookline.inspect.command", "add_arguments", "run",
                 "summarise a model; gradient/activation statistics and plots"),

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import torch
 
+from hookline.app.config import load_config
 from hookline.demo.registry import demo_config_path
-from hookline.engine.config import load_config
 
 SCRIPT = Path(sys.executable).with_name("hookline")
 COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "hookline.cli"]

@@ -175,7 +175,7 @@ def test_construction_errors_are_clear(tmp_path):
     model = Net()
     with pytest.raises(ConfigError, match="not both"):
         Runner(model, max_epochs=1, max_iters=1, work_dir=tmp_path)
-    with pytest.raises(ConfigError, match="max_epochs must be a positive int"):
+    with pytest.raises(ConfigError, match="max_epochs must be an int >= 1"):
         Runner(model, max_epochs=0, work_dir=tmp_path)
     with pytest.raises(ConfigError, match="did you mean 'Adam'"):
         Runner(model, optimizer={"type": "Adamm"}, work_dir=tmp_path)
@@ -314,7 +314,7 @@ def test_resume_auto_falls_back_to_an_older_checkpoint(tmp_path):
 
 def test_hook_helpers():
     class FakeRunner:
-        epoch, iter, max_epochs, max_iters = 3, 9, 4, 10
+        epoch, iter, max_epochs, max_iters, by_epoch = 3, 9, 4, 10, True
 
     runner = FakeRunner()
     assert Hook.every_n_epochs(runner, 2) and not Hook.every_n_epochs(runner, 3)

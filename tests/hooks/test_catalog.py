@@ -18,7 +18,6 @@ REGENERATE = "python -m hookline.hooks.catalog --write docs/hooks.md"
 
 
 def builtin_hooks() -> dict[str, type]:
-    catalog.import_builtin_hooks()
     return {name: cls for name, cls in HOOKS.items()
             if inspect.isclass(cls) and issubclass(cls, Hook) and cls.__module__.startswith("hookline.")}
 

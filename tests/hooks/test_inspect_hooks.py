@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader, TensorDataset
 import hookline.hooks.activation_stats
 import hookline.hooks.inspect_hooks
 from hookline import HOOKS, ConfigError, Hook, HookError, Runner
+from hookline.engine import AmpOptimWrapper
 from hookline.hooks import ActivationStatsHook, GradientMonitorHook, TensorboardLoggerHook
 from hookline.inspect import GradientMonitor
 
@@ -365,10 +366,10 @@ def test_amp_loss_scale_is_divided_out(tmp_path: Path) -> None:
     exploding check (explode=50, far below the scaled norms) runs on them at log steps."""
     def scaled_run(work_dir: Path, explode: float):
         grads, ref = GradientMonitorHook(interval=2, explode=explode, by_epoch=False), Reference()
-        amp = {"type": "OptimizerHook", "amp": True}
         runner = runner_for(work_dir, [grads, ref], max_iters=4, val=False,
-                            default_hooks={"logger": None, "optimizer": amp})
-        runner.grad_scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
+                            default_hooks={"logger": None})
+        runner.optim_wrapper = AmpOptimWrapper(optimizer=runner.optimizer)
+        runner.optim_wrapper.loss_scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
         ref.scale = 2.0**16
         runner.train()
         return runner, ref

@@ -35,14 +35,14 @@ def test_docstring_examples():
 
 def test_a_nan_loss_stops_at_its_iteration_before_the_weights_see_it(tmp_path):
     runner = run_poisoned(tmp_path, CheckInvalidLossHook(), index=20)  # batch 2: iteration 3
-    with pytest.raises(HookError, match="CheckInvalidLossHook failed at after_train_iter") as info:
+    with pytest.raises(HookError, match="CheckInvalidLossHook.* failed at before_update") as info:
         runner.train()
     error = info.value.__cause__
     assert isinstance(error, InvalidLossError)
     assert error.iteration == 3 and math.isnan(error.value)
     assert "loss is nan at iteration 3" in str(error)
     assert runner.iter == 2
-    # HIGH priority: it ran before OptimizerHook, so no NaN reached the weights
+    # it watches optim_wrapper.before_update: the NaN loss was never back-propagated
     assert all(torch.isfinite(p).all() for p in runner.model.parameters())
 
 

@@ -10,15 +10,18 @@ HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backw
 
 
 def hook_state(model: nn.Module, *tensors: torch.Tensor) -> dict:
-    """Every hook table of every module, parameter and extra tensor, for before/after comparisons."""
+    """Every hook table of every module, parameter and extra tensor, for before/after comparisons.
+
+    torch keeps these in private attributes only; the tests read them here, in one place.
+    """
     state: dict = {}
     for name, module in model.named_modules():
         state[f"module:{name}"] = ({attr: dict(getattr(module, attr)) for attr in HOOK_DICTS},
-                                   module._is_full_backward_hook)
+                                   module._is_full_backward_hook)  # noqa: SLF001
     named = [(f"param:{n}", p) for n, p in model.named_parameters()]
     named += [(f"tensor:{i}", t) for i, t in enumerate(tensors)]
     for name, tensor in named:
-        tables = (tensor._backward_hooks, tensor._post_accumulate_grad_hooks)
+        tables = (tensor._backward_hooks, tensor._post_accumulate_grad_hooks)  # noqa: SLF001
         state[name] = tuple(table if table is None else dict(table) for table in tables)
     return state
 

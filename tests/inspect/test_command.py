@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from hookline.cli import main
 from hookline.core import ConfigError
 from hookline.inspect import command
 
@@ -74,8 +75,6 @@ def test_bad_input_size_and_option_combinations(capsys):
 
 
 def test_through_the_hookline_command(capsys):
-    from hookline.cli import main
-
     assert main(["inspect", "--depth", "1"]) == 0
     assert "Total params: 38,282" in capsys.readouterr().out
     assert main(["inspect", "hookline.demo.model:DigitCNN"]) == 2

@@ -77,13 +77,14 @@ def test_a_module_called_several_times_gives_a_list_in_call_order():
 
 
 def test_call_returns_output_and_features_of_that_forward_only(net):
+    before = hook_state(net)
     fx = FeatureExtractor(net, {"layer3": "deep", "avgpool": "pooled"})
     out, features = fx(torch.randn(4, 3, 16, 16))
     assert out.shape == (4, 10) and set(features) == {"deep", "pooled"}
     _, again = fx(torch.randn(1, 3, 16, 16))
     assert again["deep"].shape[0] == 1 and features["deep"].shape[0] == 4
     fx.remove()
-    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules())
+    assert hook_state(net) == before
     with pytest.raises(RuntimeError, match="removed"):
         fx(torch.randn(1, 3, 16, 16))
 
@@ -100,11 +101,12 @@ def test_to_cpu_and_tuple_outputs():
 
 
 def test_unknown_layer_suggests_the_closest_names_before_hooking_anything(net):
+    before = hook_state(net)
     with pytest.raises(ConfigError, match=r"unknown layer name 'layer4'.*did you mean .*'layer1'"):
         FeatureExtractor(net, ["layer2", "layer4"])
     with pytest.raises(ConfigError, match=r"did you mean 'layer1\.0\.conv1'"):
         FeatureExtractor(net, ["layer1.0.cnv1"])
-    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules())
+    assert hook_state(net) == before
     with pytest.raises(ConfigError, match="at least one"):
         FeatureExtractor(net, [])
 

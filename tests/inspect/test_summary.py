@@ -148,6 +148,7 @@ def test_integer_inputs_modes_and_hooks_are_restored():
 
 def test_bad_arguments_are_config_errors_and_a_failing_forward_names_the_model():
     model = MLP()
+    before = hook_state(model)
     with pytest.raises(ConfigError, match="needs input_size"):
         summary(model)
     with pytest.raises(ConfigError, match="input_size must be a shape"):
@@ -158,4 +159,4 @@ def test_bad_arguments_are_config_errors_and_a_failing_forward_names_the_model()
         summary(model, input_size=(1, 16), depth=-1)
     with pytest.raises(RuntimeError, match=r"forward pass of MLP failed .*'0'"):
         summary(model, input_size=(1, 15))
-    assert all(not m._forward_hooks for m in model.modules())
+    assert hook_state(model) == before

@@ -4,30 +4,32 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .errors import ConfigError
 
+V = TypeVar("V")
 
-class InstanceTable:
+
+class InstanceTable(Generic[V]):
     """Maps live objects (by identity) to a value built on first use.
 
     Entries vanish when their object is garbage-collected; copies of an object
     (``copy.deepcopy``, pickling) do not inherit them.
     """
 
-    def __init__(self, factory: Callable[[Any], Any],
-                 on_drop: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, factory: Callable[[Any], V],
+                 on_drop: Callable[[V], Any] | None = None) -> None:
         self._factory = factory
         self._on_drop = on_drop
-        self._items: dict[int, tuple[weakref.ref, Any]] = {}
+        self._items: dict[int, tuple[weakref.ref[Any], V]] = {}
 
-    def get(self, obj: Any) -> Any:
+    def get(self, obj: Any) -> V | None:
         """The value for ``obj``, or None."""
         item = self._items.get(id(obj))
         return item[1] if item is not None else None
 
-    def setdefault(self, obj: Any) -> Any:
+    def setdefault(self, obj: Any) -> V:
         """The value for ``obj``, created if missing."""
         key = id(obj)
         item = self._items.get(key)
@@ -36,7 +38,7 @@ class InstanceTable:
         items = self._items
         on_drop = self._on_drop
 
-        def drop(_ref: weakref.ref, key: int = key) -> None:
+        def drop(_ref: weakref.ref[Any], key: int = key) -> None:
             item = items.pop(key, None)
             if item is not None and on_drop is not None:
                 on_drop(item[1])

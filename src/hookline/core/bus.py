@@ -18,10 +18,11 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, overload
 
 from .errors import ConfigError
 from .event import Event
+from .handles import HookHandle
 
 
 class EventBus:
@@ -51,7 +52,15 @@ class EventBus:
             event = self._events[name] = Event(name)
         return event
 
-    def on(self, name: str, fn: Callable | None = None, **options: Any) -> Any:
+    @overload
+    def on(self, name: str, fn: None = None,
+           **options: Any) -> Callable[[Callable[..., Any]], HookHandle]: ...
+
+    @overload
+    def on(self, name: str, fn: Callable[..., Any], **options: Any) -> HookHandle: ...
+
+    def on(self, name: str, fn: Callable[..., Any] | None = None,
+           **options: Any) -> HookHandle | Callable[[Callable[..., Any]], HookHandle]:
         """Register ``fn`` on event ``name``; a decorator when ``fn`` is omitted."""
         return self.event(name).register(fn, **options)
 
@@ -61,7 +70,7 @@ class EventBus:
             raise self._unknown(name)
         return event
 
-    def emit(self, name: str, /, *args: Any, **kwargs: Any) -> list:
+    def emit(self, name: str, /, *args: Any, **kwargs: Any) -> list[Any]:
         """Emit event ``name``; an event nobody registered on returns ``[]``."""
         event = self._existing(name)
         return event.emit(*args, **kwargs) if event is not None else []
@@ -71,7 +80,7 @@ class EventBus:
         event = self._existing(name)
         return event.emit_first(*args, **kwargs) if event is not None else None
 
-    async def emit_async(self, name: str, /, *args: Any, **kwargs: Any) -> list:
+    async def emit_async(self, name: str, /, *args: Any, **kwargs: Any) -> list[Any]:
         """Emit event ``name``, awaiting coroutine hooks."""
         event = self._existing(name)
         return await event.emit_async(*args, **kwargs) if event is not None else []

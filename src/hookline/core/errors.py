@@ -54,6 +54,7 @@ def qualified_name(obj: Any) -> str:
     """A readable name for a hook: ``module.Qualname`` for functions, the class for objects."""
     target = getattr(obj, "__func__", obj)
     qualname = getattr(target, "__qualname__", None)
+    module: str | None
     if qualname is None:
         qualname = type(target).__qualname__
         module = type(target).__module__
@@ -80,5 +81,6 @@ class HookError(RuntimeError):
             f"{type(original).__name__}: {original}"
         )
 
-    def __reduce__(self):  # picklable across processes
+    def __reduce__(self) -> tuple[type[HookError], tuple[Any, str, BaseException]]:
+        # picklable across processes
         return (type(self), (self.hook, self.point, self.original))

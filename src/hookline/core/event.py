@@ -23,7 +23,7 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from .errors import ConfigError, HookError
 from .handles import HookHandle
@@ -37,16 +37,19 @@ def _skipped(*args: Any, **kwargs: Any) -> Any:
     return SKIP
 
 
-class _Calls(list):
+class _Calls(list[Callable[..., Any]]):
     """The call list of one Event generation, with the entries it was built from."""
 
     __slots__ = ("entries", "may_skip", "has_async", "__weakref__")
+    entries: tuple[_Entry, ...]
+    may_skip: bool  # some call may return SKIP (a filtered or removed hook)
+    has_async: bool
 
 
 class _Entry:
     __slots__ = ("fn", "priority", "seq", "call", "is_async", "handle")
 
-    def __init__(self, fn: Callable, priority: int, seq: int, call: Callable,
+    def __init__(self, fn: Callable[..., Any], priority: int, seq: int, call: Callable[..., Any],
                  handle: HookHandle) -> None:
         self.fn = fn
         self.priority = priority
@@ -56,7 +59,7 @@ class _Entry:
         self.handle = handle
 
 
-def check_options(once: bool, every: int, when: Callable | None) -> None:
+def check_options(once: bool, every: int, when: Callable[..., Any] | None) -> None:
     """Validate the filter options shared by every registration API."""
     if not isinstance(every, int) or isinstance(every, bool) or every < 1:
         raise ConfigError(f"every must be an int >= 1, got {every!r}")
@@ -66,8 +69,8 @@ def check_options(once: bool, every: int, when: Callable | None) -> None:
         raise ConfigError(f"once must be True or False, got {once!r}")
 
 
-def filtered(fn: Callable, once: bool, every: int, when: Callable | None,
-             remove: Callable[[], None], gate: Callable[..., bool] | None = None) -> Callable:
+def filtered(fn: Callable[..., Any], once: bool, every: int, when: Callable[..., Any] | None,
+             remove: Callable[[], None], gate: Callable[..., bool] | None = None) -> Callable[..., Any]:
     """Wrap ``fn`` so it honours ``once``/``every``/``when``; returns ``fn`` itself when unfiltered.
 
     A wrapper returns :data:`SKIP` on the emissions where ``fn`` does not run.
@@ -93,13 +96,14 @@ def filtered(fn: Callable, once: bool, every: int, when: Callable | None,
             remove()
         return fn(*args, **kwargs)
 
-    call.__hookline_fn__ = fn  # type: ignore[attr-defined]
+    setattr(call, "__hookline_fn__", fn)  # read back by hook_of()
     return call
 
 
-def hook_of(call: Callable) -> Callable:
+def hook_of(call: Callable[..., Any]) -> Callable[..., Any]:
     """The user's hook behind a (possibly filtered) call."""
-    return getattr(call, "__hookline_fn__", call)
+    fn: Callable[..., Any] = getattr(call, "__hookline_fn__", call)
+    return fn
 
 
 class Event:
@@ -110,16 +114,27 @@ class Event:
     def __init__(self, name: str) -> None:
         self.name = name
         self._entries: list[_Entry] = []
-        self._retired: list[weakref.ref] = []
+        self._retired: list[weakref.ref[_Calls]] = []
         self._seq = 0
         self.on_change: Callable[[Event], None] | None = None
         self._calls = self._build()
 
     # -- registration ---------------------------------------------------------
-    def register(self, fn: Callable | None = None, *, priority: PriorityLike = "NORMAL",
+    @overload
+    def register(self, fn: None = None, *, priority: PriorityLike = ..., once: bool = ...,
+                 every: int = ..., when: Callable[..., bool] | None = ...,
+                 _gate: Callable[..., bool] | None = ...) -> Callable[[Callable[..., Any]], HookHandle]: ...
+
+    @overload
+    def register(self, fn: Callable[..., Any], *, priority: PriorityLike = ..., once: bool = ...,
+                 every: int = ..., when: Callable[..., bool] | None = ...,
+                 _gate: Callable[..., bool] | None = ...) -> HookHandle: ...
+
+    def register(self, fn: Callable[..., Any] | None = None, *, priority: PriorityLike = "NORMAL",
                  once: bool = False, every: int = 1,
                  when: Callable[..., bool] | None = None,
-                 _gate: Callable[..., bool] | None = None) -> Any:
+                 _gate: Callable[..., bool] | None = None
+                 ) -> HookHandle | Callable[[Callable[..., Any]], HookHandle]:
         """Add ``fn``; returns a :class:`HookHandle`.
 
         Also a decorator, bare (``@event.register``) or with options
@@ -133,11 +148,11 @@ class Event:
                                            _gate=_gate)
         if not callable(fn):
             raise ConfigError(f"a hook must be callable, got {fn!r} for event {self.name!r}")
-        handle = HookHandle(lambda: None, fn, self.name)
+        # The remover reads ``entry`` (assigned below) only when it is called.
+        handle = HookHandle(lambda: self._remove(entry), fn, self.name)
         call = filtered(fn, once, every, when, handle.remove, _gate)
         entry = _Entry(fn, int(level), self._seq, call, handle)
         self._seq += 1
-        handle._remover = lambda: self._remove(entry)
         index = len(self._entries)
         while index and self._entries[index - 1].priority > entry.priority:
             index -= 1
@@ -180,7 +195,7 @@ class Event:
 
     # -- introspection ----------------------------------------------------------
     @property
-    def hooks(self) -> tuple[Callable, ...]:
+    def hooks(self) -> tuple[Callable[..., Any], ...]:
         """The registered callables, in call order."""
         return tuple(e.fn for e in self._entries)
 
@@ -191,14 +206,14 @@ class Event:
         return f"<Event {self.name!r} with {len(self._entries)} hook(s)>"
 
     # -- dispatch -------------------------------------------------------------------
-    def emit(self, *args: Any, **kwargs: Any) -> list:
+    def emit(self, *args: Any, **kwargs: Any) -> list[Any]:
         """Call every hook with the arguments; return the results of those that ran."""
         calls = self._calls
         if not calls:
             return []
         if calls.has_async:
             raise ConfigError(f"event {self.name!r} has coroutine hooks; use 'await emit_async()'")
-        results: list = []
+        results: list[Any] = []
         append = results.append
         try:  # the common call shapes skip building an argument tuple per hook
             if kwargs:
@@ -236,9 +251,9 @@ class Event:
             raise HookError(hook_of(call), self.name, exc) from exc
         return None
 
-    async def emit_async(self, *args: Any, **kwargs: Any) -> list:
+    async def emit_async(self, *args: Any, **kwargs: Any) -> list[Any]:
         """Like :meth:`emit`, awaiting coroutine hooks (plain hooks are called)."""
-        results: list = []
+        results: list[Any] = []
         for call in self._calls:
             try:
                 result = call(*args, **kwargs)

@@ -16,7 +16,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -78,7 +78,7 @@ class HandleGroup:
     def __len__(self) -> int:
         return len(self._handles)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(list(self._handles))
 
     def __enter__(self) -> HandleGroup:

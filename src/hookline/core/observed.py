@@ -25,11 +25,12 @@ from ._instances import InstanceTable
 from .errors import ConfigError
 from .event import Event
 from .handles import HookHandle
+from .priority import PriorityLike
 
 _MISSING: Any = object()
 
 
-class observed:  # noqa: N801 - used like a builtin descriptor (property, observed)
+class observed:  # lower case: used like a builtin descriptor (property, observed)
     """A watchable attribute. ``observe(obj, name, fn)`` runs ``fn(obj, name, old, new)``
     after every assignment.
 
@@ -42,7 +43,8 @@ class observed:  # noqa: N801 - used like a builtin descriptor (property, observ
         self.name = "?"
         self._owner: type | None = None
         self._class_event = Event("observed")
-        self._instances = InstanceTable(lambda obj: Event(f"{type(obj).__qualname__}.{self.name}"))
+        self._instances: InstanceTable[Event] = InstanceTable(
+            lambda obj: Event(f"{type(obj).__qualname__}.{self.name}"))
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -65,12 +67,30 @@ class observed:  # noqa: N801 - used like a builtin descriptor (property, observ
         values = obj.__dict__
         old = values.get(self.name, None if self.default is _MISSING else self.default)
         values[self.name] = value
-        if self._class_event._calls:
+        # Reading Event._calls skips emit() when no hook is registered: every assignment pays this.
+        if self._class_event._calls:  # noqa: SLF001
             self._class_event.emit(obj, self.name, old, value)
         if self._instances:
             event = self._instances.get(obj)
-            if event is not None and event._calls:
+            if event is not None and event._calls:  # noqa: SLF001
                 event.emit(obj, self.name, old, value)
+
+    def _add_hook(self, target: Any, fn: Callable[..., Any], priority: PriorityLike, once: bool,
+                  every: int, when: Callable[..., bool] | None) -> HookHandle:
+        """Register ``fn`` for ``target``: one instance, or a class (its instances and its subclasses')."""
+        if isinstance(target, type):
+            # A descriptor inherited from a base class is shared with it: this hook sees only
+            # assignments to instances of ``target`` (``every`` counts only those).
+            gate = None if target is self._owner else _instances_of(target)
+            return self._class_event.register(fn, priority=priority, once=once, every=every, when=when,
+                                              _gate=gate)
+        return self._instances.setdefault(target).register(fn, priority=priority, once=once, every=every,
+                                                           when=when)
+
+
+def _instances_of(cls: type) -> Callable[..., bool]:
+    """A gate that lets through the assignments to instances of ``cls`` only."""
+    return lambda obj, *rest: isinstance(obj, cls)
 
 
 def _find_observed(cls: type, name: str) -> observed:
@@ -91,7 +111,7 @@ def _find_observed(cls: type, name: str) -> observed:
 
 
 def observe(target: Any, name: str, fn: Callable[[Any, str, Any, Any], Any], *,
-            priority: Any = "NORMAL", once: bool = False, every: int = 1,
+            priority: PriorityLike = "NORMAL", once: bool = False, every: int = 1,
             when: Callable[..., bool] | None = None) -> HookHandle:
     """Call ``fn(obj, name, old, new)`` after each assignment to ``target.name``.
 
@@ -100,11 +120,4 @@ def observe(target: Any, name: str, fn: Callable[[Any, str, Any, Any], Any], *,
     """
     cls = target if isinstance(target, type) else type(target)
     descriptor = _find_observed(cls, name)
-    options = dict(priority=priority, once=once, every=every, when=when)
-    if isinstance(target, type):
-        if target is not descriptor._owner:
-            # The descriptor is shared with the base class: this hook sees only
-            # assignments to instances of ``target`` (``every`` counts only those).
-            options["_gate"] = lambda obj, *rest, _cls=target: isinstance(obj, _cls)
-        return descriptor._class_event.register(fn, **options)
-    return descriptor._instances.setdefault(target).register(fn, **options)
+    return descriptor._add_hook(target, fn, priority, once, every, when)  # noqa: SLF001 - its front end

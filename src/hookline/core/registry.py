@@ -18,14 +18,15 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, closest_names
 
 
-def accepted_keywords(target: Callable) -> set[str] | None:
+def accepted_keywords(target: Callable[..., Any]) -> set[str] | None:
     """The keyword arguments ``target`` accepts, or None when it takes ``**kwargs``
     (or has no readable signature)."""
     try:
@@ -41,14 +42,12 @@ def accepted_keywords(target: Callable) -> set[str] | None:
     return names
 
 
-def check_call(target: Callable, kwargs: Mapping[str, Any], what: str) -> None:
+def check_call(target: Callable[..., Any], kwargs: Mapping[str, Any], what: str) -> None:
     """Raise :class:`ConfigError` unless ``target(**kwargs)`` matches its signature."""
     accepted = accepted_keywords(target)
     if accepted is not None:
         unknown = sorted(set(kwargs) - accepted)
         if unknown:
-            from .errors import closest_names
-
             hints = []
             for key in unknown:
                 close = closest_names(key, accepted, n=1)
@@ -66,11 +65,31 @@ def check_call(target: Callable, kwargs: Mapping[str, Any], what: str) -> None:
 
 
 class Registry:
-    """A name -> class/function table that builds objects from config dicts."""
+    """A name -> class/function table that builds objects from config dicts.
 
-    def __init__(self, name: str) -> None:
+    ``locations`` names modules that register into this registry; they are
+    imported the first time a name is looked up (MMEngine's idiom), so a
+    layer can find the objects of a layer above it by name without importing
+    it. A location that fails to import is remembered and named in the
+    unknown-name error.
+    """
+
+    def __init__(self, name: str, *, locations: tuple[str, ...] = ()) -> None:
         self.name = name
         self._items: dict[str, Any] = {}
+        self._locations = tuple(locations)
+        self._import_errors: dict[str, str] = {}
+
+    def _import_locations(self) -> None:
+        """Import the declared locations once (later lookups cost one check)."""
+        if not self._locations:
+            return
+        locations, self._locations = self._locations, ()
+        for module in locations:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                self._import_errors[module] = str(exc)
 
     def register(self, obj: Any = None, *, name: str | None = None, force: bool = False) -> Any:
         """Register ``obj`` under ``name`` (default: its ``__name__``) and return it.
@@ -97,7 +116,15 @@ class Registry:
         try:
             return self._items[name]
         except (KeyError, TypeError):
-            raise ConfigError.unknown(f"{self.name} type", name, self._items) from None
+            pass
+        if self._locations:
+            self._import_locations()
+            return self.get(name)
+        error = ConfigError.unknown(f"{self.name} type", name, self._items)
+        if self._import_errors:
+            failed = "; ".join(f"{m}: {e}" for m, e in self._import_errors.items())
+            error = ConfigError(f"{error} (could not import {failed})")
+        raise error from None
 
     def build(self, cfg: Mapping[str, Any], **defaults: Any) -> Any:
         """Call ``cfg["type"]`` with the other keys (over ``defaults``) as keyword arguments.
@@ -125,18 +152,23 @@ class Registry:
 
     def names(self) -> list[str]:
         """The registered names, sorted."""
+        self._import_locations()
         return sorted(self._items)
 
     def items(self) -> list[tuple[str, Any]]:
+        self._import_locations()
         return sorted(self._items.items())
 
     def __contains__(self, name: object) -> bool:
+        if name not in self._items:
+            self._import_locations()
         return name in self._items
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
+        self._import_locations()
         return len(self._items)
 
     def __repr__(self) -> str:

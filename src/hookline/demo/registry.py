@@ -3,7 +3,7 @@
 Config files name them like any other registered class; ``hookline train``
 with no config trains :data:`CONFIG_FILE`, the packaged demo config.
 Importing this module imports torch (``hookline.core`` never does);
-:mod:`hookline.engine.config` imports it before it builds a config.
+:mod:`hookline.app` imports it before it checks or builds a config.
 
 Example::
 

@@ -1,32 +1,62 @@
-"""hookline.engine: the training Runner, its hooks' base class, checkpoints, config.
+"""hookline.engine: the training Runner, its loops, optimizer wrappers, hooks' base class, checkpoints.
+
+The engine imports only ``hookline.core`` (plus torch): the built-in hooks of
+``hookline.hooks`` are found by registry name, never imported here.
 
 Example::
 
-    >>> from hookline.engine import Runner, Hook, HOOKS
-    >>> "CheckpointHook" in HOOKS
-    True
+    >>> from hookline.engine import Runner, Hook, HOOKS, LOOPS
+    >>> "CheckpointHook" in HOOKS, "EpochBasedTrainLoop" in LOOPS
+    (True, True)
 """
 
-import hookline.hooks  # noqa: E402,F401,I001  (registers the built-in hooks in HOOKS)
-
+from .amp_optim_wrapper import AmpOptimWrapper
 from .checkpoint import CheckpointError
+from .closure_hook import ClosureHook
 from .hook import STAGES, Hook
+from .loops import BaseLoop, EpochBasedTrainLoop, IterBasedTrainLoop, TestLoop, TrainLoop, ValLoop
 from .message_hub import MessageHub
-from .registries import DATASETS, HOOKS, LOSSES, MODELS, OPTIMIZERS, PARAM_SCHEDULERS
-from .runner import Runner
+from .optim_wrapper import OptimWrapper
+from .optim_wrapper_dict import OptimWrapperDict
+from .registries import (
+    DATASETS,
+    HOOKS,
+    LOOPS,
+    LOSSES,
+    MODELS,
+    OPTIM_WRAPPERS,
+    OPTIMIZERS,
+    PARAM_SCHEDULERS,
+)
+from .run_state import RunState
+from .runner import DEFAULT_HOOKS, Runner
 from .signals import TrainingInterrupted
 
 __all__ = [
-    "CheckpointError",
     "DATASETS",
+    "DEFAULT_HOOKS",
     "HOOKS",
+    "LOOPS",
     "LOSSES",
-    "Hook",
     "MODELS",
-    "MessageHub",
     "OPTIMIZERS",
+    "OPTIM_WRAPPERS",
     "PARAM_SCHEDULERS",
-    "Runner",
     "STAGES",
+    "AmpOptimWrapper",
+    "BaseLoop",
+    "CheckpointError",
+    "ClosureHook",
+    "EpochBasedTrainLoop",
+    "Hook",
+    "IterBasedTrainLoop",
+    "MessageHub",
+    "OptimWrapper",
+    "OptimWrapperDict",
+    "RunState",
+    "Runner",
+    "TestLoop",
+    "TrainLoop",
     "TrainingInterrupted",
+    "ValLoop",
 ]

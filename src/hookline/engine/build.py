@@ -1,4 +1,4 @@
-"""Build optimizers and parameter schedulers from objects or config dicts.
+"""Build optimizers, optimizer wrappers and parameter schedulers from objects or config dicts.
 
 Example::
 
@@ -21,7 +21,12 @@ import torch
 from hookline.core import ConfigError
 from hookline.core.registry import check_call
 
-from .registries import OPTIMIZERS, PARAM_SCHEDULERS
+from .amp_optim_wrapper import AmpOptimWrapper
+from .optim_wrapper import OptimWrapper
+from .optim_wrapper_dict import OptimWrapperDict
+from .registries import OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS
+
+__all__ = ["AmpOptimWrapper", "build_optim_wrapper", "build_optimizer", "build_schedulers"]
 
 
 def build_optimizer(spec: Any, model: torch.nn.Module) -> torch.optim.Optimizer | None:
@@ -31,6 +36,67 @@ def build_optimizer(spec: Any, model: torch.nn.Module) -> torch.optim.Optimizer 
     if not isinstance(spec, Mapping):
         raise ConfigError(f"optimizer must be a torch.optim.Optimizer or a config dict, got {spec!r}")
     return OPTIMIZERS.build(spec, params=[p for p in model.parameters() if p.requires_grad])
+
+
+def build_optim_wrapper(optimizer: Any, optim_wrapper: Any, model: torch.nn.Module) -> Any:
+    """The run's optimizer wrapper from the Runner's ``optimizer=`` / ``optim_wrapper=``.
+
+    ``optim_wrapper`` is a wrapper object, or a config such as
+    ``{"type": "AmpOptimWrapper", "optimizer": {"type": "SGD", "lr": 0.1},
+    "clip_grad": {"max_norm": 1.0}, "accumulative_counts": 4}`` (``type``
+    defaults to ``OptimWrapper``), or, for several optimizers, a dict whose
+    keys are submodules of the model and whose values are such configs
+    (an :class:`OptimWrapperDict`; each optimizer gets its submodule's
+    parameters). ``optimizer`` alone is wrapped in a plain :class:`OptimWrapper`.
+    Neither gives None (a model whose ``train_step`` needs no optimizer).
+
+    Example::
+
+        >>> model = torch.nn.Linear(2, 1)
+        >>> build_optim_wrapper(None, {"optimizer": {"type": "SGD", "lr": 0.1},
+        ...                            "accumulative_counts": 2}, model)
+        OptimWrapper(optimizer=SGD, accumulative_counts=2, clip_grad=None)
+    """
+    if optimizer is not None and optim_wrapper is not None:
+        raise ConfigError("give optimizer= or optim_wrapper= (which holds its own optimizer), "
+                          "not both")
+    if optim_wrapper is None:
+        built = build_optimizer(optimizer, model)
+        return None if built is None else OptimWrapper(built)
+    if isinstance(optim_wrapper, (OptimWrapper, OptimWrapperDict)):
+        return optim_wrapper
+    if not isinstance(optim_wrapper, Mapping):
+        raise ConfigError("optim_wrapper must be an OptimWrapper or a config dict such as "
+                          "{'type': 'AmpOptimWrapper', 'optimizer': {'type': 'SGD', 'lr': 0.1}}, "
+                          f"got {optim_wrapper!r}")
+    cfg = dict(optim_wrapper)
+    kind = cfg.get("type", "OptimWrapper")
+    if kind == "OptimWrapperDict" or ("type" not in cfg and "optimizer" not in cfg and cfg
+                                      and all(isinstance(v, Mapping) for v in cfg.values())):
+        cfg.pop("type", None)
+        return OptimWrapperDict(**{name: _wrapper_for(name, child, model)
+                                   for name, child in cfg.items()})
+    return _build_wrapper(cfg, model, "optim_wrapper")
+
+
+def _wrapper_for(name: str, cfg: Any, model: torch.nn.Module) -> OptimWrapper:
+    part = getattr(model, name, None)
+    if not isinstance(part, torch.nn.Module):
+        children = [child for child, _ in model.named_children()]
+        raise ConfigError(f"optim_wrapper.{name}: the model has no submodule {name!r} to "
+                          f"optimize (its submodules: {', '.join(children) or 'none'})")
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"optim_wrapper.{name} must be a config dict, got {cfg!r}")
+    return _build_wrapper(dict(cfg), part, f"optim_wrapper.{name}")
+
+
+def _build_wrapper(cfg: dict, model: torch.nn.Module, where: str) -> Any:
+    cfg.setdefault("type", "OptimWrapper")
+    if "optimizer" not in cfg:
+        raise ConfigError(f"{where} has no 'optimizer', e.g. {{'type': 'OptimWrapper', "
+                          "'optimizer': {'type': 'SGD', 'lr': 0.01}}")
+    optimizer = build_optimizer(cfg["optimizer"], model)
+    return OPTIM_WRAPPERS.build({**cfg, "optimizer": optimizer})
 
 
 def build_schedulers(spec: Any, optimizer: torch.optim.Optimizer | None

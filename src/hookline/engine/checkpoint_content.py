@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hookline import __version__ as _HOOKLINE_VERSION
+from hookline.core.version import __version__ as _HOOKLINE_VERSION
 
 
 def make_meta(epoch: int, iteration: int, **extra: Any) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from torch.utils.data import (
 
 from hookline.core import ConfigError
 
-_DATALOADER_KEYS = ("batch_size", "shuffle", "num_workers", "drop_last", "pin_memory",
+DATALOADER_KEYS = ("batch_size", "shuffle", "num_workers", "drop_last", "pin_memory",
                     "collate_fn", "persistent_workers", "prefetch_factor", "worker_init_fn",
                     "timeout")
 
@@ -113,11 +113,11 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
             if datasets_registry is None:
                 raise ConfigError(f"{name}: a dataset config needs the DATASETS registry")
             dataset = datasets_registry.build(dataset)
-        unknown = sorted(set(options) - set(_DATALOADER_KEYS))
+        unknown = sorted(set(options) - set(DATALOADER_KEYS))
         if unknown:
             raise ConfigError(
                 f"{name} got unknown option(s) {unknown}; accepted: dataset, "
-                f"{', '.join(_DATALOADER_KEYS)}"
+                f"{', '.join(DATALOADER_KEYS)}"
             )
         shuffle = options.pop("shuffle", shuffle_default)
         return _wrap(dataset, shuffle, options, seed, rank, world_size, pad)

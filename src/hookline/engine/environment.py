@@ -36,7 +36,7 @@ def _shutdown_distributed(runner_ref: weakref.ref) -> None:
     destroy the process group this process created."""
     runner = runner_ref()
     if runner is not None:
-        runner._ddp = None
+        runner.release_ddp()
     gc.collect()
     distributed.destroy()
 

@@ -200,11 +200,11 @@ class Hook:
     @staticmethod
     def is_last_train_epoch(runner) -> bool:
         """True during the last training epoch."""
-        return runner.max_epochs is not None and runner.epoch + 1 == runner.max_epochs
+        return runner.by_epoch and runner.epoch + 1 == runner.max_epochs
 
     @staticmethod
     def is_last_train_iter(runner) -> bool:
-        """True during the last training iteration."""
+        """True during the last training iteration (of the run, in epoch-based runs too)."""
         return runner.iter + 1 == runner.max_iters
 
     # -- introspection ---------------------------------------------------------------------

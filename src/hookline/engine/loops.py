@@ -1,129 +1,313 @@
-"""The training, validation and test loops the Runner drives.
+"""The loops the Runner drives, as objects with MMEngine's names and meaning.
 
-Each loop fires MMEngine's stages in MMEngine's order. ``runner.epoch`` is
-the number of finished epochs and ``runner.iter`` the number of finished
-training iterations; both advance after the ``after_train_*`` hooks.
+``runner.train_loop`` is an :class:`EpochBasedTrainLoop` or an
+:class:`IterBasedTrainLoop`; ``runner.val_loop`` / ``runner.test_loop`` are
+:class:`ValLoop` / :class:`TestLoop`. Each fires MMEngine's stages in
+MMEngine's order. All are registered in ``LOOPS``, so a config may name its
+own subclass (``train_loop: {type: MyLoop}``).
+
+The position of the run (epoch, iteration, where to resume, the stop request)
+belongs to ``runner.state`` (:class:`~hookline.engine.run_state.RunState`);
+the train loop moves it, nothing else does.
+
+Example::
+
+    >>> from hookline.engine.loops import LOOPS
+    >>> sorted(LOOPS)
+    ['EpochBasedTrainLoop', 'IterBasedTrainLoop', 'TestLoop', 'ValLoop']
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .checks import positive_int
 from .data import move_to, set_epoch, skip_batches
 from .evaluator import Evaluator
+from .registries import LOOPS
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .run_state import RunState
     from .runner import Runner
 
+__all__ = ["LOOPS", "BaseLoop", "EpochBasedTrainLoop", "IterBasedTrainLoop", "TestLoop",
+           "TrainLoop", "ValLoop"]
 
-def train_by_epoch(runner: Runner) -> None:
-    """``max_epochs`` passes over the training data, validating every ``val_interval`` epochs."""
-    loader = runner.train_dataloader
-    call = runner.hooks.call
-    call(runner, "before_train")
-    while runner.epoch < runner.max_epochs and not runner.stop_training:
-        start, runner._resume_batch = runner._resume_batch, 0
-        set_epoch(loader, runner.epoch)
-        if start:
+
+def _note(exc: BaseException, message: str) -> None:
+    """Add where the error happened to ``exc`` (shown under its traceback)."""
+    add_note = getattr(exc, "add_note", None)
+    if add_note is not None:
+        add_note(message)
+
+
+class BaseLoop:
+    """A loop over ``dataloader`` driven by ``runner`` (``run()`` does the work)."""
+
+    def __init__(self, runner: Runner, dataloader: Any) -> None:
+        self.runner = runner
+        #: assignable: a train loop reads it at the start of every epoch
+        self.dataloader = dataloader
+
+    def run(self) -> Any:
+        raise NotImplementedError
+
+
+class TrainLoop(BaseLoop):
+    """What both train loops share: counters, the stop flag, when validation runs, one iteration."""
+
+    by_epoch = True
+
+    def __init__(self, runner: Runner, dataloader: Any, *, val_begin: int = 1,
+                 val_interval: int = 1) -> None:
+        super().__init__(runner, dataloader)
+        self.val_begin = positive_int(val_begin, "val_begin")
+        self.val_interval = positive_int(val_interval, "val_interval")
+
+    # -- MMEngine's attributes -------------------------------------------------------------
+    @property
+    def state(self) -> RunState:
+        return self.runner.state
+
+    @property
+    def epoch(self) -> int:
+        return self.state.epoch
+
+    @property
+    def iter(self) -> int:
+        return self.state.iter
+
+    @property
+    def stop_training(self) -> bool:
+        return self.state.stop_training
+
+    @stop_training.setter
+    def stop_training(self, value: bool) -> None:
+        self.state.stop_training = bool(value)
+
+    @property
+    def epoch_length(self) -> int:
+        """Batches in one pass over the current dataloader."""
+        return len(self.dataloader)
+
+    @property
+    def max_epochs(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def max_iters(self) -> int:
+        raise NotImplementedError
+
+    # -- when validation runs: the one place that decides ----------------------------------
+    def _val_due(self, done: int, last: int) -> bool:
+        return (self.runner.val_loop is not None and done >= self.val_begin
+                and (done % self.val_interval == 0 or done == last))
+
+    def val_due_after_epoch(self, epochs_done: int) -> bool:
+        """Whether validation runs right after ``epochs_done`` epochs finish."""
+        return False
+
+    def val_due_after_iter(self, iters_done: int) -> bool:
+        """Whether validation runs right after ``iters_done`` iterations finish."""
+        return False
+
+    # -- one iteration ------------------------------------------------------------------------
+    def run_iter(self, batch_idx: int, data_batch: Any, batch_in_epoch: int) -> None:
+        """Hooks, the model's step and the optimizer update, hooks; then count the iteration."""
+        runner = self.runner
+        hooks = runner.hooks
+        stages = hooks.stages
+        data_batch = move_to(data_batch, runner.device)
+        if stages["before_train_iter"]:
+            hooks.call(runner, "before_train_iter", batch_idx=batch_idx, data_batch=data_batch)
+        try:
+            outputs = runner.train_step(data_batch)
+        except Exception as exc:
+            _note(exc, f"hookline: raised in the training step of iteration {self.iter} "
+                       f"(epoch {self.epoch + 1}, batch {batch_in_epoch})")
+            raise
+        runner.outputs = outputs
+        runner.message_hub.update_many("train", outputs)
+        self.state.complete_iter(batch_in_epoch)
+        if stages["after_train_iter"]:
+            hooks.call(runner, "after_train_iter", batch_idx=batch_idx, data_batch=data_batch,
+                       outputs=outputs)
+        self.state.advance_iter()
+
+    def _count_updates(self, start: int, total: int) -> None:
+        """Accumulation groups count from ``start`` of ``total`` iterations (an epoch, or the run)."""
+        wrapper = self.runner.optim_wrapper
+        if wrapper is not None:
+            wrapper.initialize_count_status(self.runner.model, start, total)
+
+    def _validate(self) -> None:
+        assert self.runner.val_loop is not None
+        self.runner.val_loop.run()
+
+
+@LOOPS.register()
+class EpochBasedTrainLoop(TrainLoop):
+    """``max_epochs`` passes over the training data, validating every ``val_interval`` epochs
+    from epoch ``val_begin`` on (and after the last epoch)."""
+
+    def __init__(self, runner: Runner, dataloader: Any, max_epochs: int, val_begin: int = 1,
+                 val_interval: int = 1) -> None:
+        super().__init__(runner, dataloader, val_begin=val_begin, val_interval=val_interval)
+        self._max_epochs = positive_int(max_epochs, "max_epochs")
+
+    @property
+    def max_epochs(self) -> int:
+        return self._max_epochs
+
+    @property
+    def max_iters(self) -> int:
+        return self._max_epochs * self.epoch_length
+
+    def val_due_after_epoch(self, epochs_done: int) -> bool:
+        return self._val_due(epochs_done, self._max_epochs)
+
+    def run(self) -> torch.nn.Module:
+        runner = self.runner
+        runner.hooks.call(runner, "before_train")
+        while self.epoch < self._max_epochs and not self.stop_training:
+            if not self.run_epoch():
+                break  # stopped mid-epoch
+            if self.val_due_after_epoch(self.epoch):
+                self._validate()
+        runner.hooks.call(runner, "after_train")
+        return runner.model
+
+    def run_epoch(self) -> bool:
+        """One pass (the rest of it, after a resume), then the epoch-end stages; False when
+        training stopped before the pass ended."""
+        runner, state = self.runner, self.state
+        loader = self.dataloader  # a loader assigned by a hook takes effect here
+        length = len(loader)
+        start = state.take_resume_batch()
+        set_epoch(loader, self.epoch)
+        if 0 < start < length:
             skip_batches(loader, start)
-        call(runner, "before_train_epoch")
-        if start < len(loader):
-            for batch_idx, batch in enumerate(loader, start):
-                train_iter(runner, batch_idx, batch)
-                if runner._should_stop():
+        self._count_updates(start, length)
+        runner.hooks.call(runner, "before_train_epoch")
+        if start < length:
+            for batch_idx, data_batch in enumerate(loader, start):
+                self.run_iter(batch_idx, data_batch, batch_idx)
+                if runner.check_stop():
                     break
-        if runner.stop_training and runner._position[1] < len(loader):
-            break  # stopped mid-epoch: the epoch did not finish
-        runner._position = (runner.epoch + 1, 0, runner.iter)
-        call(runner, "after_train_epoch")
-        runner.epoch += 1
-        if runner.val_dataloader is not None and (
-            runner.epoch % runner.val_interval == 0 or runner.epoch == runner.max_epochs
-        ):
-            validate(runner)
-    call(runner, "after_train")
+        if self.stop_training and state.batch < length:
+            return False
+        state.complete_epoch()
+        runner.hooks.call(runner, "after_train_epoch")
+        state.advance_epoch()
+        return True
 
 
-def train_by_iter(runner: Runner) -> None:
-    """``max_iters`` iterations, cycling the data; the epoch stages fire once."""
-    loader = runner.train_dataloader
-    length = len(loader)
-    call = runner.hooks.call
-    interval = runner.val_interval
-    call(runner, "before_train")
-    call(runner, "before_train_epoch")
-    while runner.iter < runner.max_iters and not runner.stop_training:
-        data_pass, start = divmod(runner.iter, length)
-        set_epoch(loader, data_pass)
-        if start:
-            skip_batches(loader, start)
-        for batch_idx, batch in enumerate(loader, start):
-            train_iter(runner, batch_idx, batch)
-            if runner.val_dataloader is not None and (
-                runner.iter % interval == 0 or runner.iter == runner.max_iters
-            ):
-                validate(runner)
-            if runner._should_stop() or runner.iter >= runner.max_iters:
-                break
-    call(runner, "after_train_epoch")
-    call(runner, "after_train")
+@LOOPS.register()
+class IterBasedTrainLoop(TrainLoop):
+    """``max_iters`` iterations, cycling the data; ``batch_idx`` is the global iteration
+    (MMEngine's meaning) and the epoch stages fire once, around the whole run."""
+
+    by_epoch = False
+
+    def __init__(self, runner: Runner, dataloader: Any, max_iters: int, val_begin: int = 1,
+                 val_interval: int = 1000) -> None:
+        super().__init__(runner, dataloader, val_begin=val_begin, val_interval=val_interval)
+        self._max_iters = positive_int(max_iters, "max_iters")
+
+    @property
+    def max_iters(self) -> int:
+        return self._max_iters
+
+    @property
+    def max_epochs(self) -> int:
+        """Passes over the data the run makes (the last one may be partial)."""
+        return math.ceil(self._max_iters / self.epoch_length)
+
+    def val_due_after_iter(self, iters_done: int) -> bool:
+        return self._val_due(iters_done, self._max_iters)
+
+    def run(self) -> torch.nn.Module:
+        runner = self.runner
+        runner.hooks.call(runner, "before_train")
+        runner.hooks.call(runner, "before_train_epoch")
+        self._count_updates(self.iter, self._max_iters)
+        while self.iter < self._max_iters and not self.stop_training:
+            loader = self.dataloader
+            length = len(loader)
+            data_pass, start = divmod(self.iter, length)
+            set_epoch(loader, data_pass)
+            if start:
+                skip_batches(loader, start)
+            for position, data_batch in enumerate(loader, start):
+                self.run_iter(self.iter, data_batch, position)
+                if self.val_due_after_iter(self.iter):
+                    self._validate()
+                if runner.check_stop() or self.iter >= self._max_iters:
+                    break
+        runner.hooks.call(runner, "after_train_epoch")
+        runner.hooks.call(runner, "after_train")
+        return runner.model
 
 
-def train_iter(runner: Runner, batch_idx: int, batch) -> None:
-    """One training iteration: hooks, step (forward and loss), hooks."""
-    hooks = runner.hooks.stages
-    call = runner.hooks.call
-    batch = move_to(batch, runner.device)
-    if hooks["before_train_iter"]:
-        call(runner, "before_train_iter", batch_idx=batch_idx, data_batch=batch)
-    if runner.autocast is None:
-        outputs = runner._step(batch, "train")
-    else:
-        with runner.autocast():
-            outputs = runner._step(batch, "train")
-    runner.outputs = outputs
-    runner.message_hub.update_many("train", outputs)
-    runner._position = (runner.epoch, batch_idx + 1, runner.iter + 1)
-    if hooks["after_train_iter"]:
-        call(runner, "after_train_iter", batch_idx=batch_idx, data_batch=batch, outputs=outputs)
-    runner.iter += 1
+@LOOPS.register()
+class ValLoop(BaseLoop):
+    """One pass over ``dataloader`` without gradients; ``metrics`` are computed over it.
+
+    ``run()`` returns the metrics dict (also kept as :attr:`last_metrics` and in
+    ``message_hub`` as ``val/<name>`` and ``info["val_metrics"]``).
+    """
+
+    mode = "val"
+
+    def __init__(self, runner: Runner, dataloader: Any, metrics: Any = None) -> None:
+        super().__init__(runner, dataloader)
+        #: name -> metric callable or torchmetrics metric
+        self.metrics = dict(metrics if metrics is not None else runner.metrics)
+        self.last_metrics: dict[str, float] = {}
+
+    def run(self) -> dict[str, float]:
+        runner, mode = self.runner, self.mode
+        call = runner.hooks.call
+        model = runner.model
+        was_training = model.training
+        evaluator = Evaluator(self.metrics)
+        call(runner, f"before_{mode}")
+        call(runner, f"before_{mode}_epoch")
+        model.eval()
+        try:
+            with torch.no_grad():
+                for batch_idx, data_batch in enumerate(self.dataloader):
+                    self.run_iter(batch_idx, data_batch, evaluator)
+            metrics = evaluator.compute()
+        finally:
+            model.train(was_training)
+        for name, value in metrics.items():
+            runner.message_hub.update(f"{mode}/{name}", value)
+        runner.message_hub.info[f"{mode}_metrics"] = metrics
+        self.last_metrics = metrics
+        call(runner, f"after_{mode}_epoch", metrics=metrics)
+        call(runner, f"after_{mode}")
+        return metrics
+
+    def run_iter(self, batch_idx: int, data_batch: Any, evaluator: Evaluator) -> None:
+        runner, mode = self.runner, self.mode
+        data_batch = move_to(data_batch, runner.device)
+        runner.hooks.call(runner, f"before_{mode}_iter", batch_idx=batch_idx, data_batch=data_batch)
+        try:
+            outputs = runner.eval_step(data_batch, mode)
+        except Exception as exc:
+            _note(exc, f"hookline: raised in the {mode} step of batch {batch_idx}")
+            raise
+        evaluator.process(outputs)
+        runner.hooks.call(runner, f"after_{mode}_iter", batch_idx=batch_idx, data_batch=data_batch,
+                          outputs=outputs)
 
 
-def validate(runner: Runner) -> dict[str, float]:
-    """Run the validation loop inside training."""
-    return evaluate(runner, "val", runner.val_dataloader)
+@LOOPS.register()
+class TestLoop(ValLoop):
+    """:class:`ValLoop` for the test set (``*_test_*`` stages, ``test/<name>`` metrics)."""
 
-
-def evaluate(runner: Runner, mode: str, loader) -> dict[str, float]:
-    """The ``val`` or ``test`` loop: stages, no-grad steps, metrics over the epoch."""
-    call = runner.hooks.call
-    model = runner.model
-    was_training = model.training
-    evaluator = Evaluator(runner.metrics)
-    call(runner, f"before_{mode}")
-    call(runner, f"before_{mode}_epoch")
-    model.eval()
-    try:
-        with torch.no_grad():
-            for batch_idx, batch in enumerate(loader):
-                batch = move_to(batch, runner.device)
-                call(runner, f"before_{mode}_iter", batch_idx=batch_idx, data_batch=batch)
-                if runner.autocast is None:
-                    outputs = runner._step(batch, mode)
-                else:
-                    with runner.autocast():
-                        outputs = runner._step(batch, mode)
-                evaluator.process(outputs)
-                call(runner, f"after_{mode}_iter", batch_idx=batch_idx, data_batch=batch,
-                     outputs=outputs)
-        metrics = evaluator.compute()
-    finally:
-        model.train(was_training)
-    for name, value in metrics.items():
-        runner.message_hub.update(f"{mode}/{name}", value)
-    runner.message_hub.info[f"{mode}_metrics"] = metrics
-    call(runner, f"after_{mode}_epoch", metrics=metrics)
-    call(runner, f"after_{mode}")
-    return metrics
+    mode = "test"

@@ -1,7 +1,10 @@
 """The registries config files name things through.
 
-``HOOKS`` holds every built-in hook, ``MODELS`` and ``DATASETS`` what users
-(and the demo) register, ``OPTIMIZERS`` and ``PARAM_SCHEDULERS`` every
+``HOOKS`` holds every built-in hook (``hookline.hooks`` is imported the
+first time a hook name is looked up: the engine finds hooks by name, never
+by import), ``LOOPS`` the train/val/test loop classes, ``OPTIM_WRAPPERS``
+the optimizer wrappers, ``MODELS`` and ``DATASETS`` what users (and the
+demo) register, ``OPTIMIZERS`` and ``PARAM_SCHEDULERS`` every
 ``torch.optim`` and ``torch.optim.lr_scheduler`` class by its name, and
 ``LOSSES`` every ``torch.nn`` loss class (``CrossEntropyLoss`` ...).
 
@@ -20,7 +23,9 @@ import torch
 
 from hookline.core import Registry
 
-HOOKS = Registry("hook")
+HOOKS = Registry("hook", locations=("hookline.hooks",))
+LOOPS = Registry("loop")
+OPTIM_WRAPPERS = Registry("optim_wrapper")
 MODELS = Registry("model")
 DATASETS = Registry("dataset")
 OPTIMIZERS = Registry("optimizer")

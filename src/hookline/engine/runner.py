@@ -30,23 +30,28 @@ import torch
 
 from hookline.core import ConfigError, HookHandle
 
-from . import distributed, loops, state
-from .build import build_optimizer, build_schedulers
+from . import distributed, state
+from .build import build_optim_wrapper, build_schedulers
 from .checkpoint import find_resumable, load_checkpoint_file
 from .checkpoint_writer import CheckpointWriter, serialize, write_now
+from .checks import positive_int
+from .closure_hook import ClosureHook
 from .data import build_dataloader
 from .environment import destroy_at_exit, resolve_device, seed_everything
 from .evaluator import build_metrics
 from .hook import Hook
 from .hook_table import HookProfile, HookTable
 from .logs import close_logger, make_logger
+from .loops import TestLoop, TrainLoop, ValLoop
 from .message_hub import MessageHub
-from .registries import DATASETS, HOOKS, LOSSES, MODELS
+from .registries import DATASETS, HOOKS, LOOPS, LOSSES, MODELS
+from .run_state import RunState
 from .signals import StopRequest, TrainingInterrupted
-from .step import StepModule, check_contract, make_step
+from .step import StepModule, check_contract, make_step, make_train_step
 
+#: the hooks every Runner has unless ``default_hooks`` says otherwise, by registry name
+#: (``hookline.hooks`` registers them; the engine never imports it)
 DEFAULT_HOOKS: dict[str, dict] = {
-    "optimizer": {"type": "OptimizerHook"},
     "param_scheduler": {"type": "ParamSchedulerHook"},
     "timer": {"type": "IterTimerHook"},
     "logger": {"type": "LoggerHook"},
@@ -60,22 +65,27 @@ class Runner:
     """Runs training (``train``), validation (``val``) and test (``test``) loops with hooks.
 
     See docs/engine.md for every argument; the short version: give a model,
-    an optimizer (object or ``{"type": "SGD", "lr": 0.1}``), a loss function
-    (unless the model has ``training_step``), dataloaders, and exactly one of
-    ``max_epochs`` / ``max_iters``.
+    an optimizer (object or ``{"type": "SGD", "lr": 0.1}``) or an
+    ``optim_wrapper`` config, a loss function (unless the model has
+    ``training_step``), dataloaders, and exactly one of ``max_epochs`` / ``max_iters``.
     """
 
     def __init__(self, model: torch.nn.Module | Mapping, *, optimizer: Any = None,
-                 loss_fn: Callable | None = None, param_scheduler: Any = None,
-                 train_dataloader: Any = None, val_dataloader: Any = None,
-                 test_dataloader: Any = None, metrics: Mapping[str, Any] | None = None,
-                 max_epochs: int | None = None, max_iters: int | None = None,
-                 val_interval: int | None = None, work_dir: str | Path | None = None,
+                 optim_wrapper: Any = None, loss_fn: Callable | None = None,
+                 param_scheduler: Any = None, train_dataloader: Any = None,
+                 val_dataloader: Any = None, test_dataloader: Any = None,
+                 metrics: Mapping[str, Any] | None = None, max_epochs: int | None = None,
+                 max_iters: int | None = None, val_interval: int | None = None,
+                 train_loop: str | Mapping | None = None, work_dir: str | Path | None = None,
                  hooks: Sequence[Hook | Mapping] = (),
                  default_hooks: Mapping[str, Any] | None = None, seed: int = 0,
                  device: str | torch.device = "auto", resume: str | Path | None = None,
                  load_from: str | Path | None = None, config: Mapping | None = None) -> None:
-        self._check_lengths(max_epochs, max_iters, val_interval)
+        if max_epochs is not None and max_iters is not None:
+            raise ConfigError("give max_epochs or max_iters, not both")
+        for name, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
+                            ("val_interval", val_interval)):
+            positive_int(value, name, allow_none=True)
         self.config = dict(config) if config is not None else None
         self.seed = seed
         seed_everything(seed)
@@ -90,32 +100,18 @@ class Runner:
         weakref.finalize(self, close_logger, self.logger)
         self.message_hub = MessageHub()
         self._setup_model(model, loss_fn)
-        self.optimizer = build_optimizer(optimizer, self.model)
+        self._optim_wrapper: Any = None
+        self.optim_wrapper = build_optim_wrapper(optimizer, optim_wrapper, self.model)
         self.param_schedulers = build_schedulers(param_scheduler, self.optimizer)
         self.metrics = build_metrics(metrics)
-        loader_args = dict(seed=seed, rank=self.rank, world_size=self.world_size,
-                           logger=self.logger, datasets_registry=DATASETS)
-        self.train_dataloader = build_dataloader(train_dataloader, name="train_dataloader",
-                                                 **loader_args)
-        # evaluation shards are not padded: every sample counts once in the metrics
-        self.val_dataloader = build_dataloader(val_dataloader, name="val_dataloader",
-                                               shuffle_default=False, pad=False, **loader_args)
-        self.test_dataloader = build_dataloader(test_dataloader, name="test_dataloader",
-                                                shuffle_default=False, pad=False, **loader_args)
-        self.max_epochs, self.max_iters = max_epochs, max_iters
-        self.val_interval = val_interval or (1 if max_iters is None else
-                                             len(self.train_dataloader or [None]))
-        self.epoch = self.iter = 0
+        self.state = RunState(by_epoch=max_iters is None)
         self.outputs: dict | None = None
-        self.stop_training = False
-        self.autocast: Callable[[], Any] | None = None
-        self.grad_scaler: Any = None
-        self.grad_sync = True  # False: this iteration's backward skips the DDP all-reduce
-        self._resume_batch = 0
-        self._position = (0, 0, 0)
+        self._build_loops(train_dataloader, val_dataloader, test_dataloader,
+                          max_epochs, max_iters, val_interval, train_loop)
         self._resume, self._load_from, self._loaded = resume, load_from, False
         self._writer = CheckpointWriter()
-        self._steps: dict[str, Callable[[Any], dict]] = {}
+        self._train_step: Callable[[Any], dict] | None = None
+        self._eval_steps: dict[str, Callable[[Any], dict]] = {}
         self._stop: StopRequest | None = None
         self.hooks = HookTable()
         self._register_default_hooks(default_hooks)
@@ -123,16 +119,6 @@ class Runner:
             self.register_hook(hook)
 
     # -- setup ----------------------------------------------------------------
-    @staticmethod
-    def _check_lengths(max_epochs: Any, max_iters: Any, val_interval: Any) -> None:
-        if max_epochs is not None and max_iters is not None:
-            raise ConfigError("give max_epochs or max_iters, not both")
-        for name, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
-                            ("val_interval", val_interval)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
-                                      or value < 1):
-                raise ConfigError(f"{name} must be a positive int, got {value!r}")
-
     def _setup_model(self, model: Any, loss_fn: Any) -> None:
         if isinstance(model, Mapping):
             model = MODELS.build(model)
@@ -142,34 +128,119 @@ class Runner:
         if isinstance(loss_fn, Mapping):  # {"type": "CrossEntropyLoss", ...}: any torch.nn loss
             loss_fn = LOSSES.build(loss_fn)
         self.loss_fn = loss_fn
-        self._ddp = None
-        self._stop_group: Any = None  # the gloo group that shares stop flags (_should_stop)
+        #: the DistributedDataParallel wrapper training runs through (None on one process)
+        self.ddp_model: torch.nn.Module | None = None
+        self._stop_group: Any = None  # the gloo group that shares stop flags (check_stop)
         if self.world_size > 1:
-            self._ddp = distributed.wrap_ddp(StepModule(self.model, loss_fn), self.device)
+            self.ddp_model = distributed.wrap_ddp(StepModule(self.model, loss_fn), self.device)
             self._stop_group = distributed.control_group()
 
+    def _build_loops(self, train: Any, val: Any, test: Any, max_epochs: int | None,
+                     max_iters: int | None, val_interval: int | None,
+                     train_loop: str | Mapping | None) -> None:
+        loader_args = dict(seed=self.seed, rank=self.rank, world_size=self.world_size,
+                           logger=self.logger, datasets_registry=DATASETS)
+        train = build_dataloader(train, name="train_dataloader", **loader_args)
+        # evaluation shards are not padded: every sample counts once in the metrics
+        val, test = (build_dataloader(loader, name=name, shuffle_default=False, pad=False,
+                                      **loader_args)
+                     for loader, name in ((val, "val_dataloader"), (test, "test_dataloader")))
+        self.val_loop: ValLoop | None = ValLoop(self, val) if val is not None else None
+        self.test_loop: ValLoop | None = TestLoop(self, test) if test is not None else None
+        self._train_dataloader = train
+        self.train_loop: TrainLoop | None = None
+        if train is None or (max_epochs is None and max_iters is None):
+            return
+        cfg = dict(train_loop) if isinstance(train_loop, Mapping) else {"type": train_loop}
+        if cfg.get("type") is None:
+            cfg["type"] = "EpochBasedTrainLoop" if max_iters is None else "IterBasedTrainLoop"
+        if max_iters is None:
+            cfg.update(max_epochs=max_epochs, val_interval=val_interval or 1)
+        else:
+            cfg.update(max_iters=max_iters, val_interval=val_interval or len(train))
+        self.train_loop = LOOPS.build(cfg, runner=self, dataloader=train)
+
     def _register_default_hooks(self, overrides: Mapping[str, Any] | None) -> None:
-        specs = dict(DEFAULT_HOOKS)
+        specs: dict[str, Any] = dict(DEFAULT_HOOKS)
         for key, value in (overrides or {}).items():
+            if isinstance(value, Mapping) and "type" not in value and key in DEFAULT_HOOKS:
+                value = {**DEFAULT_HOOKS[key], **value}  # {"logger": {"interval": 5}}
             specs[key] = value
         for key, spec in specs.items():
             if spec is not None:
                 self.register_hook(spec, _default_key=key)
 
-    @classmethod
-    def from_config(cls, cfg: Mapping | str | Path, *, work_dir: str | Path | None = None,
-                    resume: str | Path | None = None, overrides: Sequence[str] = ()) -> Runner:
-        """A Runner from a config dict or a YAML/JSON file (see docs/cli.md).
+    # -- what hooks read (MMEngine's names) -----------------------------------------------
+    @property
+    def epoch(self) -> int:
+        return self.state.epoch
 
-        Validates the whole config first (unknown keys, types and arguments are
-        :class:`ConfigError` s with suggestions), applies ``overrides`` such as
-        ``"optimizer.lr=0.05"``, and saves the resolved config as
-        ``work_dir/config.yaml``. Delegates to :func:`hookline.engine.config.build_runner`.
-        """
-        from .config import build_runner
+    @property
+    def iter(self) -> int:
+        return self.state.iter
 
-        return build_runner(cfg, work_dir=work_dir, resume=resume, overrides=overrides,
-                            runner_cls=cls)
+    @property
+    def by_epoch(self) -> bool:
+        """Whether training counts epochs (``max_epochs``) rather than iterations."""
+        return self.state.by_epoch
+
+    @property
+    def max_epochs(self) -> int | None:
+        return self.train_loop.max_epochs if self.train_loop is not None else None
+
+    @property
+    def max_iters(self) -> int | None:
+        return self.train_loop.max_iters if self.train_loop is not None else None
+
+    @property
+    def val_interval(self) -> int | None:
+        return self.train_loop.val_interval if self.train_loop is not None else None
+
+    @property
+    def stop_training(self) -> bool:
+        return self.state.stop_training
+
+    @stop_training.setter
+    def stop_training(self, value: bool) -> None:
+        self.state.stop_training = bool(value)
+
+    @property
+    def train_dataloader(self) -> Any:
+        return self.train_loop.dataloader if self.train_loop is not None else self._train_dataloader
+
+    @property
+    def val_dataloader(self) -> Any:
+        return self.val_loop.dataloader if self.val_loop is not None else None
+
+    @property
+    def test_dataloader(self) -> Any:
+        return self.test_loop.dataloader if self.test_loop is not None else None
+
+    @property
+    def optim_wrapper(self) -> Any:
+        """The :class:`~hookline.engine.OptimWrapper` (or ``OptimWrapperDict``) of the run."""
+        return self._optim_wrapper
+
+    @optim_wrapper.setter
+    def optim_wrapper(self, wrapper: Any) -> None:
+        if wrapper is not None:
+            wrapper.message_hub = self.message_hub
+        self._optim_wrapper = wrapper
+        self._train_step = None
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer | None:
+        """The optimizer of a single-optimizer run (``optim_wrapper.optimizer``)."""
+        return getattr(self._optim_wrapper, "optimizer", None)
+
+    @property
+    def grad_scaler(self) -> torch.amp.GradScaler | None:
+        """The AMP GradScaler (``optim_wrapper.loss_scaler``), when float16 AMP runs on CUDA."""
+        return getattr(self._optim_wrapper, "loss_scaler", None)
+
+    @property
+    def is_main_process(self) -> bool:
+        return self.rank == 0
 
     # -- hooks --------------------------------------------------------------------
     def register_hook(self, hook: Hook | Mapping, priority: Any = None, *,
@@ -192,11 +263,8 @@ class Runner:
         return self.hooks.table()
 
     def hook_profile(self) -> HookProfile:
-        """Calls and seconds per hook and stage since ``runner.hooks.start_profiling()``.
-
-        A list of ``HookTiming(hook, stage, calls, total_s)``, slowest first;
-        ``print(runner.hook_profile())`` shows a table (see docs/logging.md).
-        """
+        """Calls and seconds per hook and stage since ``runner.hooks.start_profiling()``
+        (``print(runner.hook_profile())`` shows a table; see docs/logging.md)."""
         return self.hooks.profile_report()
 
     def call_hook(self, stage: str, **kwargs: Any) -> None:
@@ -209,13 +277,11 @@ class Runner:
 
         ``fn(runner, **stage_kwargs)`` gets the stage's arguments; ``every``,
         ``once`` and ``when`` filter like everywhere in hookline (see
-        :class:`hookline.hooks.ClosureHook`). Without ``fn`` it is a decorator::
+        :class:`~hookline.engine.closure_hook.ClosureHook`). Without ``fn`` it is a decorator::
 
             @runner.on("after_train_iter", every=100)
             def log(runner, batch_idx, data_batch=None, outputs=None): ...
         """
-        from hookline.hooks.closure import ClosureHook  # hooks import the engine, not back
-
         if fn is None:
             return lambda f: self.on(stage, f, priority=priority, every=every, once=once,
                                      when=when)
@@ -226,40 +292,38 @@ class Runner:
     # -- running --------------------------------------------------------------------
     def train(self) -> torch.nn.Module:
         """Train for ``max_epochs`` or ``max_iters``; returns the model."""
-        if self.max_epochs is None and self.max_iters is None:
-            raise ConfigError("train() needs max_epochs or max_iters")
-        if self.train_dataloader is None:
-            raise ConfigError("train() needs train_dataloader")
+        if self.train_loop is None:
+            raise ConfigError("train() needs train_dataloader and one of max_epochs / max_iters")
         check_contract(self.model, self.loss_fn)
+        if self._optim_wrapper is None and not hasattr(self.model, "train_step"):
+            raise ConfigError("train() needs an optimizer: pass optimizer= (e.g. {'type': 'SGD', "
+                              "'lr': 0.01}) or optim_wrapper= to the Runner")
         with self._running(), StopRequest() as self._stop:
             self._load_or_resume()
             self.logger.info("hooks by stage:\n%s", self.hook_table())
             self.model.train()
-            if self.max_epochs is not None:
-                loops.train_by_epoch(self)
-            else:
-                loops.train_by_iter(self)
+            self.train_loop.run()
         self._stop = None
         return self.model
 
     def val(self) -> dict[str, float]:
         """Run the validation loop once; returns the metrics."""
-        return self._evaluate("val", self.val_dataloader)
+        return self._evaluate("val", self.val_loop)
 
     def test(self) -> dict[str, float]:
         """Run the test loop once; returns the metrics."""
-        return self._evaluate("test", self.test_dataloader)
+        return self._evaluate("test", self.test_loop)
 
-    def _evaluate(self, mode: str, loader: Any) -> dict[str, float]:
-        if loader is None:
+    def _evaluate(self, mode: str, loop: ValLoop | None) -> dict[str, float]:
+        if loop is None:
             raise ConfigError(f"{mode}() needs {mode}_dataloader")
         with self._running():
             self._load_or_resume()
-            return loops.evaluate(self, mode, loader)
+            return loop.run()
 
     @contextlib.contextmanager
     def _running(self) -> Iterator[None]:
-        self._steps = {}  # the model may have changed between runs
+        self._train_step, self._eval_steps = None, {}  # the model may have changed between runs
         self.hooks.call(self, "before_run")
         try:
             yield
@@ -275,33 +339,47 @@ class Runner:
             raise
         self.hooks.call(self, "after_run")
 
-    def _step(self, batch: Any, mode: str) -> dict:
-        if self._ddp is not None and mode == "train":
-            if self.grad_sync:
-                return self._ddp(batch, mode)
-            with self._ddp.no_sync():  # a micro-batch of an accumulation group (OptimizerHook)
-                return self._ddp(batch, mode)
-        step = self._steps.get(mode)
+    def train_step(self, batch: Any) -> dict:
+        """One training step on a device batch: forward, loss and the optimizer update."""
+        step = self._train_step
         if step is None:  # resolved once per run (see _running), not every iteration
-            step = self._steps[mode] = make_step(self.model, self.loss_fn, mode)
+            step = self._train_step = make_train_step(self.model, self.loss_fn,
+                                                      self._optim_wrapper, self.ddp_model)
         return step(batch)
 
-    def _should_stop(self) -> bool:
+    def eval_step(self, batch: Any, mode: str = "val") -> dict:
+        """One ``val`` / ``test`` step (no gradients are taken by the loop around it)."""
+        step = self._eval_steps.get(mode)
+        if step is None:
+            step = self._eval_steps[mode] = make_step(self.model, self.loss_fn, mode)
+        wrapper = self._optim_wrapper
+        if wrapper is None:
+            return step(batch)
+        with wrapper.autocast():
+            return step(batch)
+
+    def check_stop(self) -> bool:
         """After an iteration: stop on ``stop_training``, or checkpoint and exit on a signal."""
-        signalled = self._stop is not None and self._stop.signum is not None
+        stop = self._stop
+        signalled = stop is not None and stop.signum is not None
         if self._stop_group is not None:
             signalled = distributed.any_rank(signalled, self._stop_group)
         if signalled:
-            signum = self._stop.signum or 15
+            signum = (stop.signum if stop is not None else None) or 15
             path = self.save_checkpoint(f"iter_{self.iter}.pth")
-            epoch, batch, _ = self._position
+            epoch, batch, _ = self.state.resume_point
             where = (f"epoch {epoch + 1}, batch {batch}, iteration {self.iter}"
-                     if self.max_epochs is not None else f"iteration {self.iter}")
+                     if self.by_epoch else f"iteration {self.iter}")
+            name = (stop.name if stop is not None else "") or "a signal on another rank"
             raise TrainingInterrupted(signum, path, (
-                f"stopped by {self._stop.name or 'a signal on another rank'} at {where}; "
-                f"checkpoint saved to {path}. Resume with resume='auto' "
-                f"(hookline train ... --resume auto) or resume='{path}'"))
-        return self.stop_training
+                f"stopped by {name} at {where}; checkpoint saved to {path}. Resume with "
+                f"resume='auto' (hookline train ... --resume auto) or resume='{path}'"))
+        return self.state.stop_training
+
+    def release_ddp(self) -> None:
+        """Drop the DistributedDataParallel wrapper (before the process group is destroyed)."""
+        self.ddp_model = None
+        self._train_step = None
 
     # -- checkpoints ------------------------------------------------------------------
     def save_checkpoint(self, path: str | Path, *, save_optimizer: bool = True,
@@ -368,11 +446,6 @@ class Runner:
         elif self._load_from is not None:
             self.load_checkpoint(self._load_from, resume=False)
 
-    # -- info ----------------------------------------------------------------------------
-    @property
-    def is_main_process(self) -> bool:
-        return self.rank == 0
-
     def __repr__(self) -> str:
-        length = f"max_epochs={self.max_epochs}" if self.max_epochs else f"max_iters={self.max_iters}"
+        length = f"max_epochs={self.max_epochs}" if self.by_epoch else f"max_iters={self.max_iters}"
         return f"<Runner {type(self.model).__name__} {length} epoch={self.epoch} iter={self.iter}>"

@@ -4,24 +4,22 @@ A checkpoint is a dict of tensors and plain containers (so it loads with
 ``weights_only=True``)::
 
     meta            hookline/torch versions, epoch, iter, batch (position in
-                    the epoch), seed, time, config
+                    the epoch), stop_training, seed, time, config
     state_dict      the model's weights (unwrapped from DDP)
-    optimizer       optimizer state
+    optimizer       ``optim_wrapper.state_dict()``: the optimizer's state (with
+                    ``loss_scaler`` under float16 AMP; one entry per name for
+                    several optimizers), MMEngine's layout
+    pending_grads   gradients of an unfinished accumulation group
     param_schedulers  one state dict per scheduler
-    grad_scaler     AMP GradScaler state, when AMP runs on CUDA
     hooks           {hook.state_key: hook.state_dict()} for hooks with state
     rng             python, numpy, torch and CUDA RNG states
 """
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
-import torch
-
-import hookline
-
+from .checkpoint_content import make_meta
 from .rng import get_rng_state, set_rng_state
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,27 +41,21 @@ def hook_state_keys(runner: Runner) -> dict[str, Any]:
 
 def collect(runner: Runner, *, save_optimizer: bool = True) -> dict[str, Any]:
     """The checkpoint dict of ``runner`` as it is now."""
-    epoch, batch, iters = runner._position
+    epoch, batch, iters = runner.state.resume_point
+    meta = make_meta(epoch, iters, batch=batch, stop_training=runner.state.stop_training,
+                     seed=runner.seed, by_epoch=runner.by_epoch, config=runner.config)
     checkpoint: dict[str, Any] = {
-        "meta": {
-            "hookline_version": hookline.__version__,
-            "torch_version": str(torch.__version__),
-            "epoch": epoch,
-            "iter": iters,
-            "batch": batch,
-            "seed": runner.seed,
-            "time": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "by_epoch": runner.max_epochs is not None,
-            "config": runner.config,
-        },
+        "meta": meta,
         "state_dict": {k: v.detach().cpu() for k, v in runner.model.state_dict().items()},
         "rng": get_rng_state(),
     }
-    if save_optimizer and runner.optimizer is not None:
-        checkpoint["optimizer"] = runner.optimizer.state_dict()
+    wrapper = runner.optim_wrapper
+    if save_optimizer and wrapper is not None:
+        checkpoint["optimizer"] = wrapper.state_dict()
         checkpoint["param_schedulers"] = [s.state_dict() for s, _ in runner.param_schedulers]
-        if runner.grad_scaler is not None:
-            checkpoint["grad_scaler"] = runner.grad_scaler.state_dict()
+        pending = wrapper.pending_grads()
+        if pending is not None:
+            checkpoint["pending_grads"] = pending
     hook_states = {}
     for key, hook in hook_state_keys(runner).items():
         state = hook.state_dict()
@@ -83,15 +75,7 @@ def apply(runner: Runner, checkpoint: dict[str, Any], *, resume: bool, strict: b
     if not resume:
         return
     meta = checkpoint["meta"]
-    if "optimizer" in checkpoint and runner.optimizer is not None:
-        runner.optimizer.load_state_dict(checkpoint["optimizer"])
-    else:
-        runner.logger.warning("checkpoint has no optimizer state: the optimizer starts fresh")
-    for (scheduler, _), state in zip(runner.param_schedulers,
-                                     checkpoint.get("param_schedulers", [])):
-        scheduler.load_state_dict(state)
-    if runner.grad_scaler is not None and "grad_scaler" in checkpoint:
-        runner.grad_scaler.load_state_dict(checkpoint["grad_scaler"])
+    _apply_optimization(runner, checkpoint)
     states = checkpoint.get("hooks", {})
     for key, hook in hook_state_keys(runner).items():
         if key in states:
@@ -102,7 +86,24 @@ def apply(runner: Runner, checkpoint: dict[str, Any], *, resume: bool, strict: b
                               unused)
     if "rng" in checkpoint:
         set_rng_state(checkpoint["rng"])
-    runner.epoch = int(meta["epoch"])
-    runner.iter = int(meta["iter"])
-    runner._resume_batch = int(meta.get("batch", 0)) if runner.max_epochs is not None else 0
-    runner._position = (runner.epoch, runner._resume_batch, runner.iter)
+    runner.state.restore(epoch=meta["epoch"], iteration=meta["iter"], batch=meta.get("batch", 0),
+                         stop_training=meta.get("stop_training", False))
+
+
+def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
+    """Optimizer (and AMP scaler), unfinished accumulation group, schedulers."""
+    wrapper = runner.optim_wrapper
+    if "optimizer" in checkpoint and wrapper is not None:
+        wrapper.load_state_dict(checkpoint["optimizer"])
+        scaler = runner.grad_scaler
+        if scaler is not None and "grad_scaler" in checkpoint:  # written by hookline 0.1
+            scaler.load_state_dict(checkpoint["grad_scaler"])
+        pending = checkpoint.get("pending_grads")
+        if pending is not None and not wrapper.restore_grads(pending):
+            runner.logger.warning("the checkpoint holds gradients of an unfinished accumulation "
+                                  "group that do not match this run's parameters: dropped")
+    elif wrapper is not None:
+        runner.logger.warning("checkpoint has no optimizer state: the optimizer starts fresh")
+    for (scheduler, _), state in zip(runner.param_schedulers,
+                                     checkpoint.get("param_schedulers", [])):
+        scheduler.load_state_dict(state)

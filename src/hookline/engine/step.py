@@ -1,4 +1,5 @@
-"""The model step contract: ``training_step(batch)``, or ``loss_fn(model(inputs), targets)``.
+"""The model step contract: ``train_step(data, optim_wrapper)`` (MMEngine's ``BaseModel``),
+``training_step(batch)``, or ``loss_fn(model(inputs), targets)``.
 
 Example::
 
@@ -62,6 +63,46 @@ def make_step(model: torch.nn.Module, loss_fn: Callable | None, mode: str
     return eval_step
 
 
+def make_train_step(model: torch.nn.Module, loss_fn: Callable | None, optim_wrapper: Any,
+                    ddp: torch.nn.Module | None = None) -> Callable[[Any], dict]:
+    """The whole training step of one iteration: forward, loss, and the optimizer update.
+
+    A model with MMEngine's ``train_step(data, optim_wrapper)`` runs its own
+    update (e.g. a GAN stepping two optimizers) and returns what to log.
+    Otherwise the forward (``training_step`` or ``loss_fn``) runs under
+    ``optim_wrapper.optim_context`` (autocast, DDP ``no_sync`` on micro-batches)
+    and ``optim_wrapper.update_params(loss)`` follows.
+    """
+    own = getattr(model, "train_step", None)
+    if own is not None:
+        def model_update(batch: Any) -> dict:
+            outputs = own(batch, optim_wrapper)
+            if isinstance(outputs, torch.Tensor):
+                return {"loss": outputs}
+            if not isinstance(outputs, Mapping):
+                raise TypeError(f"{type(model).__name__}.train_step(data, optim_wrapper) must "
+                                f"return a dict of values to log, got {type(outputs).__name__}")
+            return dict(outputs)
+        return model_update
+    if ddp is not None:
+        net: torch.nn.Module = ddp
+
+        def forward(batch: Any) -> dict:
+            return ddp(batch, "train")
+    else:
+        net = model
+        forward = make_step(model, loss_fn, "train")
+    context = optim_wrapper.optim_context
+    update = optim_wrapper.update_params
+
+    def step(batch: Any) -> dict:
+        with context(net):
+            outputs = forward(batch)
+        update(outputs["loss"])
+        return outputs
+    return step
+
+
 def run_step(model: torch.nn.Module, loss_fn: Callable | None, batch: Any, mode: str) -> dict:
     """One step of ``mode`` on ``batch``; returns the outputs dict (see :func:`make_step`)."""
     return make_step(model, loss_fn, mode)(batch)
@@ -78,9 +119,10 @@ def split_batch(batch: Any, model: torch.nn.Module) -> tuple[Any, Any]:
 
 def check_contract(model: torch.nn.Module, loss_fn: Callable | None) -> None:
     """Fail early when the model cannot be trained with what was given."""
-    if loss_fn is None and not hasattr(model, "training_step"):
+    if loss_fn is None and not hasattr(model, "training_step") and not hasattr(model, "train_step"):
         raise ConfigError(
-            f"{type(model).__name__} has no training_step(batch); pass loss_fn= "
+            f"{type(model).__name__} has no training_step(batch) (nor MMEngine's "
+            "train_step(data, optim_wrapper)); pass loss_fn= "
             "(e.g. torch.nn.CrossEntropyLoss()) so the Runner computes loss_fn(model(x), y)"
         )
 
@@ -92,8 +134,8 @@ class StepModule(torch.nn.Module):
         super().__init__()
         self.module = model
         self.loss_fn = loss_fn
-        self.train_step = make_step(model, loss_fn, "train")
+        self.train_forward = make_step(model, loss_fn, "train")
 
     def forward(self, batch: Any, mode: str) -> dict:
-        return self.train_step(batch) if mode == "train" else run_step(
+        return self.train_forward(batch) if mode == "train" else run_step(
             self.module, self.loss_fn, batch, mode)

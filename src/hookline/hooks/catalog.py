@@ -18,9 +18,7 @@ Example::
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
-import pkgutil
 import re
 import sys
 import textwrap
@@ -48,15 +46,6 @@ class CatalogEntry:
     stages: list[str]
     arguments: list[str]
     summary: str
-
-
-def import_builtin_hooks() -> None:
-    """Import every module of :mod:`hookline.hooks`, so every built-in hook is registered."""
-    import hookline.hooks as package
-
-    for info in pkgutil.iter_modules(package.__path__):
-        if not info.name.startswith("_") and info.name != "catalog":
-            importlib.import_module(f"{package.__name__}.{info.name}")
 
 
 def _priority(cls: type) -> str:
@@ -107,7 +96,6 @@ def catalog_entries(builtin_only: bool = False) -> dict[str, CatalogEntry]:
     ``builtin_only`` keeps the hooks defined in the ``hookline`` package
     (what docs/hooks.md lists), leaving out hooks registered by user code.
     """
-    import_builtin_hooks()
     entries = {}
     for name, cls in HOOKS.items():
         if not (inspect.isclass(cls) and issubclass(cls, Hook)):

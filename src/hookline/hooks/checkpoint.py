@@ -24,13 +24,21 @@ from hookline.engine.registries import HOOKS
 from ._rules import infer_rule, is_better
 
 
-def run_position(runner) -> tuple[int, int, int]:
-    """(finished epochs, batches done in the current epoch, finished iterations) right now.
+def plain_file_name(name: Any) -> str | None:
+    """``name`` when it is a bare file name (no folder, not ``..``), else None.
 
-    The runner advances ``epoch``/``iter`` after the ``after_train_*`` hooks;
-    this is where a checkpoint written at this moment would resume from.
+    File names kept in checkpoints are later deleted as ``work_dir / name``: a
+    crafted checkpoint must not name files outside the work dir.
+
+    Example::
+
+        >>> plain_file_name("epoch_3.pth"), plain_file_name("../x.pth"), plain_file_name("/etc/x")
+        ('epoch_3.pth', None, None)
     """
-    return tuple(getattr(runner, "_position", (runner.epoch, 0, runner.iter)))
+    if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name \
+            or "\\" in name:
+        return None
+    return name
 
 
 class BestCheckpoint:
@@ -63,6 +71,7 @@ class BestCheckpoint:
         self.rule: str | None = infer_rule(self.key, rule) if self.key is not None else rule
         self.best_score: float | None = None
         self.best_ckpt: str | None = None
+        self._previous: str | None = None  # the best file to delete once the new one is written
 
     @staticmethod
     def filename(key: str, step: str) -> str:
@@ -98,8 +107,8 @@ class BestCheckpoint:
         if not is_better(value, self.best_score, self.rule):
             return False
         self._previous = self.best_ckpt
-        epoch, batch, iters = run_position(runner)
-        step = f"epoch_{epoch}" if runner.max_epochs is not None and batch == 0 else f"iter_{iters}"
+        epoch, batch, iters = runner.state.resume_point
+        step = f"epoch_{epoch}" if runner.by_epoch and batch == 0 else f"iter_{iters}"
         self.best_score = value
         self.best_ckpt = self.filename(self.key, step)
         return True
@@ -110,7 +119,7 @@ class BestCheckpoint:
                                background=True)
         runner.logger.info("new best %s %.4f: saved %s", self.key, self.best_score,
                            self.best_ckpt)
-        previous, self._previous = getattr(self, "_previous", None), None
+        previous, self._previous = self._previous, None
         if previous and previous != self.best_ckpt and runner.is_main_process:
             runner.remove_checkpoint(folder / previous)
 
@@ -125,12 +134,7 @@ class BestCheckpoint:
             self.key = state["key"]
             self.rule = self._rule_arg or state.get("rule")
         self.best_score = state.get("best_score")
-        self.best_ckpt = state.get("best_ckpt")
-
-
-def _validation_follows(runner, done: int, interval: int, last: int | None) -> bool:
-    """Whether the Runner's own loop validates right after ``done`` epochs/iterations."""
-    return runner.val_dataloader is not None and (done % interval == 0 or done == last)
+        self.best_ckpt = plain_file_name(state.get("best_ckpt"))
 
 
 def metric_names(runner) -> list[str]:
@@ -184,8 +188,10 @@ class CheckpointHook(Hook):
         if not isinstance(max_keep_ckpts, int) or max_keep_ckpts == 0 or max_keep_ckpts < -1:
             raise ConfigError("CheckpointHook max_keep_ckpts must be -1 (keep all) or an int "
                               f">= 1, got {max_keep_ckpts!r}")
-        if filename_tmpl is not None and "{}" not in filename_tmpl:
-            raise ConfigError(f"filename_tmpl needs a '{{}}' placeholder, got {filename_tmpl!r}")
+        if filename_tmpl is not None and ("{}" not in filename_tmpl
+                                          or plain_file_name(filename_tmpl) is None):
+            raise ConfigError("filename_tmpl must be a file name (no folder) with a '{}' "
+                              f"placeholder, e.g. 'ckpt_{{}}.pth'; got {filename_tmpl!r}")
         if save_best is None and rule is not None:
             infer_rule("", rule)
         self.interval = interval
@@ -226,7 +232,7 @@ class CheckpointHook(Hook):
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        self.kept = list(state.get("kept", []))
+        self.kept = [name for name in state.get("kept", []) if plain_file_name(name) is not None]
         if self.best is not None and "best" in state:
             self.best.load_state_dict(state["best"])
 
@@ -239,7 +245,7 @@ class CheckpointHook(Hook):
 
     def before_train(self, runner) -> None:
         self._training = True
-        self._epochs = self.by_epoch and runner.max_epochs is not None
+        self._epochs = self.by_epoch and runner.by_epoch
         length = len(runner.train_dataloader)
         self._period = self.interval * length if self.by_epoch and not self._epochs \
             else self.interval
@@ -257,7 +263,7 @@ class CheckpointHook(Hook):
         if self.every_n_epochs(runner, self.interval) or (
                 self.save_last and self.is_last_train_epoch(runner)):
             name = self._tmpl.format(runner.epoch + 1)
-            if _validation_follows(runner, runner.epoch + 1, runner.val_interval, runner.max_epochs):
+            if runner.train_loop.val_due_after_epoch(runner.epoch + 1):
                 self._pending = (name, runner.iter)  # written after the validation
             else:
                 self._save_periodic(runner, name, runner.iter)
@@ -269,8 +275,7 @@ class CheckpointHook(Hook):
         if self.every_n_train_iters(runner, self._period) or (
                 self.save_last and self.is_last_train_iter(runner)):
             name = self._tmpl.format(runner.iter + 1)
-            if runner.max_epochs is None and _validation_follows(
-                    runner, runner.iter + 1, runner.val_interval, runner.max_iters):
+            if runner.train_loop.val_due_after_iter(runner.iter + 1):
                 self._pending = (name, runner.iter + 1)  # written after the validation
             else:
                 self._save_periodic(runner, name, runner.iter + 1)

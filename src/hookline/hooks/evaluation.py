@@ -33,7 +33,7 @@ from hookline.engine import distributed
 from hookline.engine.data import build_dataloader
 from hookline.engine.evaluator import build_metrics
 from hookline.engine.hook import Hook
-from hookline.engine.loops import evaluate
+from hookline.engine.loops import ValLoop
 from hookline.engine.registries import DATASETS, HOOKS
 
 from .checkpoint import BestCheckpoint, CheckpointHook
@@ -99,7 +99,7 @@ class EvalHook(Hook):
                 datasets_registry=DATASETS, shuffle_default=False, pad=False)
 
     def before_train(self, runner) -> None:
-        self._epochs = self.by_epoch and runner.max_epochs is not None
+        self._epochs = self.by_epoch and runner.by_epoch
         self._unit = 1 if self._epochs or not self.by_epoch else len(runner.train_dataloader)
         if self.best is not None:
             self.best.resolve(list(self.metrics if self.metrics is not None else runner.metrics))
@@ -139,26 +139,18 @@ class EvalHook(Hook):
         if bump is None:
             yield
             return
-        setattr(runner, bump, getattr(runner, bump) + 1)
-        try:
+        with runner.state.counting_current(bump):
             yield
-        finally:
-            setattr(runner, bump, getattr(runner, bump) - 1)
 
     def _evaluate(self, runner, bump: str | None) -> dict[str, float]:
         self._before_evaluate(runner)
-        saved_metrics = runner.metrics
-        if self.metrics is not None:
-            runner.metrics = self.metrics
-        try:
-            with self._finished(runner, bump):
-                self.last_evaluated = self._done(runner, finished=True)
-                metrics = evaluate(runner, "val", self._loader)
-                self.last_metrics = dict(metrics)
-                if self.best is not None:
-                    self.best.update(runner, metrics, self._best_folder(runner))
-        finally:
-            runner.metrics = saved_metrics
+        loop = ValLoop(runner, self._loader, metrics=self.metrics)
+        with self._finished(runner, bump):
+            self.last_evaluated = self._done(runner, finished=True)
+            metrics = loop.run()
+            self.last_metrics = dict(metrics)
+            if self.best is not None:
+                self.best.update(runner, metrics, self._best_folder(runner))
         return metrics
 
     def _before_evaluate(self, runner) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from hookline.core import ConfigError
+from hookline.core import ConfigError, HookHandle
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -63,9 +63,11 @@ class CheckInvalidLossHook(Hook):
             reads each iteration costs one device copy of its loss (a
             buffer of up to ``interval`` values).
 
-    Its priority is HIGH, ahead of :class:`OptimizerHook` (ABOVE_NORMAL;
-    MMEngine uses NORMAL): when the losses are read at the bad iteration,
-    training stops before that loss is back-propagated into the weights.
+    It watches the loss on ``runner.optim_wrapper.before_update``, which
+    fires before the backward: when the losses are read at the bad
+    iteration, training stops before that loss is back-propagated into the
+    weights (MMEngine's hook checks after the step). A model that runs its
+    own update with several optimizers is checked in ``after_train_iter``.
     The error is reported as a :class:`hookline.core.HookError` whose
     ``__cause__`` is the :class:`InvalidLossError`.
 
@@ -83,13 +85,26 @@ class CheckInvalidLossHook(Hook):
         self._losses: torch.Tensor | None = None  # the unread losses, on the loss's device
         self._count = 0                           # how many of them are unread
         self._first_iter = 0                      # runner.iter of the first unread one
+        self._runner: Any = None
+        self._handle: HookHandle | None = None    # on optim_wrapper.before_update
 
     def before_train(self, runner) -> None:
         self._count = 0
+        self._runner = runner
+        if self._handle is not None:  # a run of this Runner that ended with an error
+            self._handle.remove()
+        event = getattr(runner.optim_wrapper, "before_update", None)
+        self._handle = event.register(self._before_update) if event is not None else None
+
+    def _before_update(self, loss: Any) -> None:
+        self._watch(self._runner, loss)
 
     def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
-        loss = None if outputs is None else outputs.get("loss")
+        if self._handle is None:  # not attached to an optimizer wrapper
+            self._watch(runner, None if outputs is None else outputs.get("loss"))
+
+    def _watch(self, runner: Any, loss: Any) -> None:
         if isinstance(loss, torch.Tensor):
             self._keep(runner, loss.detach())
         elif isinstance(loss, (int, float)) and not math.isfinite(loss):
@@ -129,6 +144,9 @@ class CheckInvalidLossHook(Hook):
         self.check()
 
     def after_train(self, runner) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
         self.check()
 
     def __repr__(self) -> str:

@@ -218,8 +218,9 @@ class KerasCallback(Hook):
         runner = self.runner
         if runner is None:
             return {}
-        steps = runner.max_iters if runner.max_epochs is None else \
-            len(runner.train_dataloader) if runner.train_dataloader is not None else None
+        if not runner.by_epoch:
+            return {"epochs": None, "steps": runner.max_iters}
+        steps = len(runner.train_dataloader) if runner.train_dataloader is not None else None
         return {"epochs": runner.max_epochs, "steps": steps}
 
     # -- which stages ----------------------------------------------------------------
@@ -290,14 +291,12 @@ class KerasCallback(Hook):
         self._flush_epoch()
         logs = self._means("train").logs()
         self._train_means = None
-        if runner.max_epochs is None:  # iteration-based: the run is one epoch, validated before
+        if not runner.by_epoch:  # iteration-based: the run is one epoch, validated before
             for key, value in runner.message_hub.info.get("val_metrics", {}).items():
                 logs[f"val_{key}"] = value
             self._end_epoch(0, logs)
             return
-        finished = runner.epoch + 1
-        if runner.val_dataloader is not None and (finished % runner.val_interval == 0
-                                                  or finished == runner.max_epochs):
+        if runner.train_loop.val_due_after_epoch(runner.epoch + 1):
             self._pending = (runner.epoch, logs)  # the loop validates next: report after it
         else:
             self._end_epoch(runner.epoch, logs)

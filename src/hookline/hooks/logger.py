@@ -56,7 +56,7 @@ def log_window(runner, batch_idx: int, interval: int, by_epoch: bool = True,
     ``ignore_last``) or of the whole run (plus the run's last iteration).
     Called from ``after_train_iter``, before ``runner.iter`` advances.
     """
-    if by_epoch and runner.max_epochs is not None:
+    if by_epoch and runner.by_epoch:
         done = batch_idx + 1
         at_end = not ignore_last and done == len(runner.train_dataloader)
     else:
@@ -116,9 +116,7 @@ def current_lrs(runner) -> dict[str, float]:
 
 def total_train_iters(runner) -> int:
     """Training iterations of the whole run."""
-    if runner.max_iters is not None:
-        return runner.max_iters
-    return runner.max_epochs * len(runner.train_dataloader)
+    return int(runner.max_iters)
 
 
 def _fmt(value: Any) -> str:
@@ -231,11 +229,11 @@ class LoggerHook(Hook):
             record["memory"] = memory
         record.update(values)
         runner.message_hub.info[LAST_RECORD_KEY] = record
-        if self.by_epoch and runner.max_epochs is not None:
+        if self.by_epoch and runner.by_epoch:
             length = len(runner.train_dataloader)
             where = f"Epoch(train) [{runner.epoch + 1}][{batch_idx + 1:>{len(str(length))}}/{length}]"
         else:
-            total = runner.max_iters or total_train_iters(runner)
+            total = total_train_iters(runner)
             where = f"Iter(train) [{runner.iter + 1:>{len(str(total))}}/{total}]"
         parts = [where] + [f"{k}: {v:.3e}" for k, v in record.items() if k.startswith("lr")]
         eta = self._eta(runner)
@@ -283,7 +281,7 @@ class LoggerHook(Hook):
             progress = f"[{batches}/{batches}]"
         except TypeError:
             progress = ""
-        if runner.max_epochs is not None and runner.epoch > 0:
+        if runner.by_epoch and runner.epoch > 0:
             where = f"Epoch({mode}) [{runner.epoch}]{progress}"
         else:
             where = f"Iter({mode}) {progress}".rstrip()

@@ -90,8 +90,8 @@ def _check_warmup(warmup: Any, warmup_iters: Any, warmup_ratio: Any) -> None:
 def _lengths(runner, by_epoch: bool, kind: str) -> tuple[int, int]:
     """(iterations per epoch, the policy's length in its own unit)."""
     length = len(runner.train_dataloader)
-    total_iters = runner.max_iters if runner.max_iters is not None else runner.max_epochs * length
-    if by_epoch and runner.max_epochs is None:
+    total_iters = runner.max_iters
+    if by_epoch and not runner.by_epoch:
         raise ConfigError(f"{kind}(by_epoch=True) needs an epoch-based run (max_epochs); this "
                           "run has max_iters: pass by_epoch=False")
     return length, runner.max_epochs if by_epoch else total_iters
@@ -356,7 +356,7 @@ class LrUpdaterHook(_UpdaterBase):
         self._apply(runner.optimizer)
 
     def after_train_epoch(self, runner) -> None:
-        if runner.max_epochs is None:
+        if not runner.by_epoch:
             return
         for scheduler, per_epoch in self.schedulers:
             if per_epoch:

@@ -65,8 +65,7 @@ class ParamSchedulerHook(Hook):
         self._per_epoch = [s for s, by_epoch in runner.param_schedulers
                            if by_epoch and not isinstance(s, ReduceLROnPlateau)]
         self._plateau = [s for s, _ in runner.param_schedulers if isinstance(s, ReduceLROnPlateau)]
-        self._epoch_length = (len(runner.train_dataloader) if runner.max_iters is not None
-                              else None)
+        self._epoch_length = None if runner.by_epoch else len(runner.train_dataloader)
         self._training = True
         if self._plateau and runner.val_dataloader is None and not any(
                 any(c.__name__ == "EvalHook" for c in type(h).__mro__) for h in runner.hooks.hooks):
@@ -75,8 +74,10 @@ class ParamSchedulerHook(Hook):
 
     def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
-        for scheduler in self._per_iter:
-            scheduler.step()
+        wrapper = runner.optim_wrapper
+        if wrapper is None or wrapper.should_step_schedulers():  # once per optimizer step
+            for scheduler in self._per_iter:
+                scheduler.step()
         if self._epoch_length and (runner.iter + 1) % self._epoch_length == 0:
             for scheduler in self._per_epoch:
                 scheduler.step()
@@ -144,7 +145,7 @@ class MomentumUpdaterHook(_UpdaterBase):
             raise ConfigError(f"MomentumUpdaterHook: {type(runner.optimizer).__name__} has neither "
                               "'momentum' nor 'betas' in its param groups")
         self._length, self._total = _lengths(runner, self.by_epoch, "MomentumUpdaterHook")
-        self._total_iters = runner.max_iters or runner.max_epochs * self._length
+        self._total_iters = runner.max_iters
         self._warm = self._warmup_length(self._length) if self.warmup else 0
 
     @staticmethod

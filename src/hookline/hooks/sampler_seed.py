@@ -24,5 +24,5 @@ class DistSamplerSeedHook(Hook):
     priority = "NORMAL"
 
     def before_train_epoch(self, runner) -> None:
-        if runner.max_epochs is not None:
+        if runner.by_epoch:
             set_epoch(runner.train_dataloader, runner.epoch)

@@ -93,7 +93,7 @@ class SyncBuffersHook(Hook):
         self._synced_at = None
 
     def after_train_epoch(self, runner) -> None:
-        if runner.max_epochs is not None:
+        if runner.by_epoch:
             self._sync(runner)
 
     def before_val_epoch(self, runner) -> None:

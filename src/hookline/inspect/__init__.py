@@ -13,6 +13,8 @@ and is a context manager that removes every hook it added on exit::
     (torch.Size([2, 8]), 0)
 """
 
+from typing import Any
+
 from .activations import ActivationStats
 from .clipping import clip_gradients, edit_gradients
 from .features import FeatureExtractor
@@ -46,10 +48,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """The plot functions load matplotlib only when first used."""
     if name in _PLOTS:
-        from . import plots
+        from . import plots  # noqa: PLC0415 - matplotlib loads on first use
 
         value = getattr(plots, name)
         globals()[name] = value

@@ -48,11 +48,15 @@ class _Marks:
     """Objects (by identity, weakly held) whose hook state hookline created."""
 
     def __init__(self) -> None:
-        self._refs: dict[int, weakref.ref] = {}
+        self._refs: dict[int, weakref.ref[Any]] = {}
 
     def add(self, obj: Any) -> None:
         key = id(obj)
-        self._refs[key] = weakref.ref(obj, lambda _r, key=key: self._refs.pop(key, None))
+
+        def forget(_ref: weakref.ref[Any]) -> None:
+            self._refs.pop(key, None)
+
+        self._refs[key] = weakref.ref(obj, forget)
 
     def pop(self, obj: Any) -> bool:
         ref = self._refs.get(id(obj))
@@ -94,7 +98,8 @@ def hook_module(module: nn.Module, fn: Callable, kind: str = "forward", name: st
     check_options(kind, options)
     method, _accepted = MODULE_KINDS[kind]
     backward = kind.startswith("backward")
-    if backward and module._is_full_backward_hook is None:
+    # The private torch state below is what the module docstring says remove() restores.
+    if backward and module._is_full_backward_hook is None:  # noqa: SLF001
         _flagged_modules.add(module)
     if kind == "backward_pre":  # torch takes prepend positionally here
         handle = module.register_full_backward_pre_hook(fn, options.get("prepend", False))
@@ -105,9 +110,9 @@ def hook_module(module: nn.Module, fn: Callable, kind: str = "forward", name: st
 
     def remover() -> None:
         handle.remove()
-        if backward and not module._backward_hooks and not module._backward_pre_hooks \
-                and _flagged_modules.pop(module):
-            module._is_full_backward_hook = None
+        no_backward_hooks = not module._backward_hooks and not module._backward_pre_hooks  # noqa: SLF001
+        if backward and no_backward_hooks and _flagged_modules.pop(module):
+            module._is_full_backward_hook = None  # noqa: SLF001
 
     return HookHandle(remover, fn, f"{name or type(module).__name__}.{kind}")
 

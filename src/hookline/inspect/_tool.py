@@ -8,7 +8,7 @@ readable afterwards.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -16,6 +16,8 @@ from torch import nn
 from hookline.core import HandleGroup, HookHandle
 
 from ._register import hook_module, hook_tensor
+
+T = TypeVar("T", bound="HookTool")
 
 
 class HookTool:
@@ -41,7 +43,7 @@ class HookTool:
         """Remove every hook this tool added (idempotent); results stay readable."""
         self._handles.remove()
 
-    def __enter__(self):
+    def __enter__(self: T) -> T:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

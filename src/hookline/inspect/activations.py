@@ -20,7 +20,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -70,21 +70,23 @@ class ActivationStats(HookTool):
     last ``reset()``.
     """
 
-    def __init__(self, model: nn.Module, types: Sequence[type[nn.Module]] = DEFAULT_TYPES, *,
+    def __init__(self, model: nn.Module,
+                 types: type[nn.Module] | Sequence[type[nn.Module]] = DEFAULT_TYPES, *,
                  saturation: float = 0.01, samples: int = 4096) -> None:
         super().__init__()
         if not isinstance(model, nn.Module):
             raise ConfigError(f"ActivationStats expects an nn.Module, got {type(model).__name__}")
-        types = tuple(types) if isinstance(types, (list, tuple)) else (types,)
-        if not all(isinstance(t, type) and issubclass(t, nn.Module) for t in types):
-            raise ConfigError(f"types must be nn.Module subclasses, got {types!r}")
+        given: tuple[object, ...] = tuple(types) if isinstance(types, (list, tuple)) else (types,)
+        classes = tuple(t for t in given if isinstance(t, type) and issubclass(t, nn.Module))
+        if len(classes) != len(given):
+            raise ConfigError(f"types must be nn.Module subclasses, got {given!r}")
         if not 0 <= saturation < 0.5:
             raise ConfigError(f"saturation must be in [0, 0.5), got {saturation!r}")
         self.saturation, self.samples = saturation, int(samples)
-        self.layers = [(n, m) for n, m in model.named_modules() if isinstance(m, types)]
+        self.layers = [(n, m) for n, m in model.named_modules() if isinstance(m, classes)]
         if not self.layers:
             present = sorted({type(m).__name__ for m in model.modules()})
-            wanted = ", ".join(t.__name__ for t in types)
+            wanted = ", ".join(t.__name__ for t in classes)
             raise ConfigError(f"{type(model).__name__} has no module of types {wanted} "
                               f"(module types present: {', '.join(present)})")
         self._totals: dict[str, list[Any]] = {}  # name -> [calls, elements, sums, min, max]
@@ -93,8 +95,8 @@ class ActivationStats(HookTool):
         for name, module in self.layers:
             self._hook_module(module, self._recorder(name), "forward", name)
 
-    def _recorder(self, name: str):
-        def record(module: nn.Module, args: Any, output: Any) -> None:
+    def _recorder(self, name: str) -> Callable[[nn.Module, Any, Any], None]:
+        def record(_module: nn.Module, _args: Any, output: Any) -> None:
             if isinstance(output, torch.Tensor) and output.numel():
                 with torch.no_grad():
                     self._add(name, output.detach())

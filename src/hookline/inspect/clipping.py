@@ -39,6 +39,7 @@ from ._register import hook_tensor
 def named_params(model_or_params: Any) -> list[tuple[str, torch.Tensor]]:
     """``(name, tensor)`` for the tensors that require grad: from a module, a tensor, or an iterable
     of tensors or ``(name, tensor)`` pairs; each tensor once."""
+    items: list[tuple[str, torch.Tensor]]
     if isinstance(model_or_params, nn.Module):
         items = list(model_or_params.named_parameters())
     elif isinstance(model_or_params, torch.Tensor):
@@ -56,7 +57,7 @@ def named_params(model_or_params: Any) -> list[tuple[str, torch.Tensor]]:
         raise ConfigError(f"expected a module, a tensor or an iterable of parameters, "
                           f"got {type(model_or_params).__name__}")
     seen: set[int] = set()
-    found = []
+    found: list[tuple[str, torch.Tensor]] = []
     for name, tensor in items:
         if tensor.requires_grad and id(tensor) not in seen:
             seen.add(id(tensor))

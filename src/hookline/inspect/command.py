@@ -38,6 +38,11 @@ from torch import nn
 from hookline.core import ConfigError
 from hookline.core.errors import closest_names
 
+from .activations import ActivationStats
+from .features import FeatureExtractor
+from .gradients import GradientMonitor
+from .summary import summary
+
 DEFAULT_MODEL = "hookline.demo.model:DigitsCNN"
 DEFAULT_INPUT_SIZE = "1,1,8,8"
 
@@ -117,14 +122,13 @@ def _pseudo_loss(output: Any) -> torch.Tensor:
 
 
 def _grad_report(model: nn.Module, sizes: list[tuple[int, ...]], plot_dir: Path | None) -> None:
-    from .activations import ActivationStats
-    from .features import FeatureExtractor
-    from .gradients import GradientMonitor
-    from .plots import plot_activation_histograms, plot_feature_maps, plot_gradient_flow
+    # matplotlib loads only when something is plotted
+    from .plots import plot_activation_histograms, plot_feature_maps, plot_gradient_flow  # noqa: PLC0415
 
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     inputs = [torch.randn(*size, device=device) for size in sizes]
-    convs = [n for n, m in model.named_modules() if isinstance(m, nn.modules.conv._ConvNd)]
+    # _ConvNd: the base of every torch conv layer, with no public name
+    convs = [n for n, m in model.named_modules() if isinstance(m, nn.modules.conv._ConvNd)]  # noqa: SLF001
     try:
         activations: ActivationStats | None = ActivationStats(model)
     except ConfigError:  # no activation module
@@ -162,8 +166,6 @@ def run(args: argparse.Namespace) -> int:
 
     Raises :class:`~hookline.core.ConfigError` for a bad MODEL, input size or metrics file.
     """
-    from .summary import summary
-
     if args.depth < 0:
         raise ConfigError(f"--depth must be >= 0, got {args.depth}")
     if args.metrics is not None and args.plot_dir is None:
@@ -174,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     if args.grad or (args.plot_dir is not None and args.metrics is None):
         _grad_report(model, sizes, args.plot_dir)
     if args.metrics is not None:
-        from .plots import plot_training_curves
+        from .plots import plot_training_curves  # noqa: PLC0415 - matplotlib loads on first use
 
         plot_training_curves(args.metrics, args.plot_dir / "training_curves.png")
         print(f"wrote training_curves.png to {args.plot_dir}")

@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -94,7 +94,7 @@ class FeatureExtractor(HookTool):
             self._hook_module(module, self._recorder(keys[name]), "forward", name)
         self._hook_module(model, self._finish, "forward", "model")
 
-    def _start(self, module: nn.Module, args: Any) -> None:
+    def _start(self, _module: nn.Module, _args: Any) -> None:
         self.features = {}
         self.calls = {}
         self._versions = []
@@ -107,11 +107,12 @@ class FeatureExtractor(HookTool):
             out = out.clone()
         return out
 
-    def _recorder(self, key: str):
-        def record(module: nn.Module, args: Any, output: Any) -> None:
+    # Tensor._version, torch's in-place modification counter, is how an overwritten feature shows.
+    def _recorder(self, key: str) -> Callable[[nn.Module, Any, Any], None]:
+        def record(_module: nn.Module, _args: Any, output: Any) -> None:
             value = map_tensors(output, self._prepare)
             if not self.clone:
-                self._versions.extend((key, t, t._version) for t in _tensors(value))
+                self._versions.extend((key, t, t._version) for t in _tensors(value))  # noqa: SLF001
             calls = self.calls.get(key, 0) + 1
             self.calls[key] = calls
             if calls == 1:
@@ -122,8 +123,8 @@ class FeatureExtractor(HookTool):
                 self.features[key].append(value)
         return record
 
-    def _finish(self, module: nn.Module, args: Any, output: Any) -> None:
-        changed = sorted({key for key, t, version in self._versions if t._version != version})
+    def _finish(self, _module: nn.Module, _args: Any, _output: Any) -> None:
+        changed = sorted({key for key, t, version in self._versions if t._version != version})  # noqa: SLF001
         self._versions = []
         if changed:
             warnings.warn(f"FeatureExtractor: feature(s) {', '.join(changed)} were modified in place after "

@@ -34,6 +34,7 @@ Example::
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -57,8 +58,8 @@ def _grad_sums(grads: list[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
     """
     dense = [g.detach() for g in grads]
     if hasattr(torch, "_foreach_norm") and not any(g.is_sparse for g in dense):
-        norms = torch._foreach_norm(dense, 2, dtype=dtype)
-        maxes = torch._foreach_norm(dense, float("inf"), dtype=dtype)
+        norms = torch._foreach_norm(dense, 2, dtype=dtype)  # noqa: SLF001
+        maxes = torch._foreach_norm(dense, float("inf"), dtype=dtype)  # noqa: SLF001
         sums = [g.sum(dtype=dtype) for g in dense]
         return torch.stack([torch.stack(norms), torch.stack(sums), torch.stack(maxes)], 1)
     rows = []
@@ -128,14 +129,16 @@ class GradientMonitor(HookTool):
             self._hook_tensor(param, self._recorder(name), "post_accumulate_grad", name)
 
     # -- during backward ---------------------------------------------------------------
-    def _recorder(self, name: str):
+    # torch has no public API to tell one backward pass from the next, or to run code at its end:
+    # the graph task id and the engine's callback queue are what torch's own FSDP and module tracker use.
+    def _recorder(self, name: str) -> Callable[[torch.Tensor], None]:
         def record(param: torch.Tensor) -> None:
-            task = torch._C._current_graph_task_id()
+            task = torch._C._current_graph_task_id()  # noqa: SLF001
             if task != self._task:
                 if self._task is not None:  # the previous backward raised before its end callback
                     self._end_step()
                 self._task = task
-                torch.autograd.Variable._execution_engine.queue_callback(self._end_step)
+                torch.autograd.Variable._execution_engine.queue_callback(self._end_step)  # noqa: SLF001
             if self.step % self.every == 0 and param.grad is not None:
                 self._grads.append((name, param))
         return record
@@ -145,12 +148,13 @@ class GradientMonitor(HookTool):
         grads, self._grads = self._grads, []
         by_device: dict[torch.device, list[tuple[str, torch.Tensor]]] = {}
         for name, param in grads:
-            if param.grad is not None and param.numel():  # None: cleared after a backward that raised
-                by_device.setdefault(param.grad.device, []).append((name, param))
+            grad = param.grad
+            if grad is not None and param.numel():  # None: cleared after a backward that raised
+                by_device.setdefault(grad.device, []).append((name, grad))
         with torch.no_grad():
             for device, group in by_device.items():
                 dtype = torch.float32 if device.type == "mps" else torch.float64
-                raw = _grad_sums([p.grad for _, p in group], dtype)
+                raw = _grad_sums([g for _, g in group], dtype)
                 key = tuple(n for n, _ in group)
                 names = self._groups.get(key)
                 if names is None:  # one names tuple per distinct group, shared by the steps

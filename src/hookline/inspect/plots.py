@@ -238,8 +238,10 @@ def plot_training_curves(metrics: str | os.PathLike | Iterable[Mapping[str, Any]
         raise ConfigError("no numeric metrics to plot")
     rows, ncols = _grid(len(series), cols)
     fig = new_figure(4.2 * ncols, 3.0 * rows)
-    styles = {"train": {"color": _COLOR, "linewidth": 1.2}, "val": {"color": _ALERT_COLOR, "marker": "o",
-                                                                   "markersize": 4, "linewidth": 1.5}}
+    styles: dict[str, dict[str, Any]] = {
+        "train": {"color": _COLOR, "linewidth": 1.2},
+        "val": {"color": _ALERT_COLOR, "marker": "o", "markersize": 4, "linewidth": 1.5},
+    }
     for i, (key, by_mode) in enumerate(series.items()):
         ax = fig.add_subplot(rows, ncols, i + 1)
         for mode, (xs, ys) in by_mode.items():

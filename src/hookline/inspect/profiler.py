@@ -25,7 +25,7 @@ Example::
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,13 +105,13 @@ class LayerProfiler(HookTool):
             torch.cuda.synchronize(self.device)
         return time.perf_counter()
 
-    def _starter(self, name: str):
-        def start(module: nn.Module, args: Any) -> None:
+    def _starter(self, name: str) -> Callable[[nn.Module, Any], None]:
+        def start(_module: nn.Module, _args: Any) -> None:
             self._starts.setdefault(name, []).append(self._now())
         return start
 
-    def _stopper(self, name: str):
-        def stop(module: nn.Module, args: Any, output: Any) -> None:
+    def _stopper(self, name: str) -> Callable[[nn.Module, Any, Any], None]:
+        def stop(_module: nn.Module, _args: Any, _output: Any) -> None:
             end = self._now()
             starts = self._starts.get(name)
             if not starts:

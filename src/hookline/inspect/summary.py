@@ -38,14 +38,16 @@ from .model_summary import LayerRecord, ModelSummary
 MODES = ("eval", "train", "same")
 
 
-def _cpu_sdpa_flops(query_shape, key_shape, value_shape, *args: Any, out_shape=None, **kwargs: Any) -> int:
-    from torch.utils.flop_counter import sdpa_flop_count
+# torch.utils.flop_counter imports triton where it is installed: it loads when summary() runs,
+# not with hookline.inspect.
+def _cpu_sdpa_flops(query_shape: Any, key_shape: Any, value_shape: Any, *args: Any, **kwargs: Any) -> int:
+    from torch.utils.flop_counter import sdpa_flop_count  # noqa: PLC0415
     return sdpa_flop_count(query_shape, key_shape, value_shape)
 
 
 def _flop_counter() -> Any:
     """A silent FlopCounterMode that also counts the CPU attention kernels torch leaves out."""
-    from torch.utils.flop_counter import FlopCounterMode
+    from torch.utils.flop_counter import FlopCounterMode  # noqa: PLC0415
     mapping = {}
     for op in ("_scaled_dot_product_flash_attention_for_cpu",
                "_scaled_dot_product_fused_attention_overrideable",
@@ -184,7 +186,7 @@ class _Collector:
             parent = last
         return parent
 
-    def pre(self, module: nn.Module, args: Any) -> None:
+    def pre(self, module: nn.Module, _args: Any) -> None:
         parent = self.stack[-1][1] if self.stack else None
         name = self._name(module, parent)
         parent = self._through_containers(parent, name)
@@ -246,7 +248,7 @@ def summary(model: nn.Module, input_size: Sequence[int] | Sequence[Sequence[int]
     if mode not in MODES:
         raise ConfigError.unknown("mode", mode, MODES)
     if device is None:
-        first = next(iter(model.parameters()), None)
+        first: torch.Tensor | None = next(iter(model.parameters()), None)
         if first is None:
             first = next(iter(model.buffers()), None)
         device = first.device if first is not None else torch.device("cpu")

@@ -45,7 +45,7 @@ def transform_inputs(module: nn.Module, fn: Callable[..., Any], *, prepend: bool
     """
     _check(module, fn, "transform_inputs")
 
-    def pre_hook(mod: nn.Module, args: tuple) -> Any:
+    def pre_hook(_mod: nn.Module, args: tuple[Any, ...]) -> Any:
         result = fn(*args)
         if result is None:
             return None
@@ -61,7 +61,7 @@ def transform_outputs(module: nn.Module, fn: Callable[[Any], Any], *, prepend: b
     """
     _check(module, fn, "transform_outputs")
 
-    def post_hook(mod: nn.Module, args: tuple, output: Any) -> Any:
+    def post_hook(_mod: nn.Module, _args: tuple[Any, ...], output: Any) -> Any:
         return fn(output)
 
     return hook_module(module, post_hook, "forward", prepend=prepend)

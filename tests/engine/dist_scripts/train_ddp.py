@@ -55,7 +55,7 @@ class Record(Hook):
         self.grad_sync: list[bool] = []
 
     def before_train_iter(self, runner, batch_idx, data_batch=None) -> None:
-        self.grad_sync.append(runner.grad_sync)
+        self.grad_sync.append(runner.ddp_model is None or runner.optim_wrapper.should_sync())
 
     def before_save_checkpoint(self, runner, checkpoint) -> None:
         if runner.rank == 0:

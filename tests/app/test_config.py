@@ -14,7 +14,7 @@ import torch
 import yaml
 
 from hookline import ConfigError, Runner
-from hookline.engine.config import apply_overrides, build_runner, load_config, parse_value, resolve_config
+from hookline.app.config import apply_overrides, build_runner, load_config, parse_value, resolve_config
 from hookline.engine.registries import MODELS
 
 
@@ -186,10 +186,10 @@ MODELS.register(CountedNet, name="CountedNetForConfigTests", force=True)
      "val_dataloader: unknown dataloader option 'batchsize'; did you mean 'batch_size'"),
     ({"val_dataloader": {"batch_size": 8}}, "val_dataloader needs a 'dataset' entry"),
     ({"metrics": {"acc": "acuracy"}}, "metrics.acc: unknown metric type 'acuracy'; did you mean 'accuracy'"),
-    ({"max_iters": 0}, "max_iters must be a positive int"),
+    ({"max_iters": 0}, "max_iters must be an int >= 1"),
     ({"max_epochs": 2}, "give max_epochs or max_iters, not both"),
     ({"seed": "zero"}, "seed must be an int"),
-    ({"num_threads": 0}, "num_threads must be a positive int"),
+    ({"num_threads": 0}, "num_threads must be an int >= 1"),
     ({"resume": "nowhere.pth"}, "resume: checkpoint 'nowhere.pth' not found"),
     ({"custom_imports": ["no_such_module_xyz"]}, "custom_imports: cannot import 'no_such_module_xyz'"),
 ])
@@ -217,7 +217,7 @@ def test_model_errors(tmp_path):
 
 # -- building ---------------------------------------------------------------------------------------------
 def test_from_config_builds_every_part(tmp_path):
-    runner = Runner.from_config(small_cfg(param_scheduler={
+    runner = build_runner(small_cfg(param_scheduler={
         "type": "SequentialLR", "milestones": [2],
         "schedulers": [{"type": "LinearLR", "start_factor": 0.5, "total_iters": 2},
                        {"type": "ConstantLR", "factor": 1.0}], "by_epoch": False,
@@ -292,8 +292,8 @@ def test_resume_argument_continues_a_run(tmp_path):
     assert torch.load(tmp_path / "iter_9.pth", weights_only=True)["meta"]["config"]["max_iters"] == 9
 
 
-@pytest.mark.parametrize("name", ["hookline.engine.config", "hookline.engine.config_check",
-                                  "hookline.engine.command", "hookline.demo.registry"])
+@pytest.mark.parametrize("name", ["hookline.app.config", "hookline.app.config_check",
+                                  "hookline.app.commands", "hookline.demo.registry"])
 def test_docstring_examples(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)

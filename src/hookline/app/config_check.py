@@ -7,7 +7,7 @@ closest accepted names, raised before a model, a dataset or a hook exists.
 
 Example::
 
-    >>> from hookline.engine.config_check import validate_config
+    >>> from hookline.app.config_check import validate_config
     >>> validate_config({"model": {"type": "DigitsCNN"},
     ...                  "hooks": [{"type": "CheckpointHook", "intervl": 2}]},
     ...                 ["model", "hooks"])
@@ -25,18 +25,29 @@ from typing import Any
 
 from hookline.core import ConfigError, Priority, Registry
 from hookline.core.registry import check_call
+from hookline.engine.checks import positive_int
+from hookline.engine.data import DATALOADER_KEYS
+from hookline.engine.evaluator import METRICS
+from hookline.engine.registries import (
+    DATASETS,
+    HOOKS,
+    LOOPS,
+    LOSSES,
+    MODELS,
+    OPTIM_WRAPPERS,
+    OPTIMIZERS,
+    PARAM_SCHEDULERS,
+)
+from hookline.engine.runner import DEFAULT_HOOKS
 
-from .data import _DATALOADER_KEYS
-from .evaluator import METRICS
-from .registries import DATASETS, HOOKS, LOSSES, MODELS, OPTIMIZERS, PARAM_SCHEDULERS
+from .defaults import LEGACY_DEFAULT_HOOKS
 
 _PLAIN = (str, int, float, bool, list, type(None))
 _SCHEDULER_EXTRAS = ("by_epoch", "monitor")
 # MMEngine config keys and what hookline calls them
 MMENGINE_KEYS = {
     "custom_hooks": "hooks",
-    "optim_wrapper": "optimizer (and OptimizerHook in default_hooks for clipping, accumulation, AMP)",
-    "train_cfg": "max_epochs / max_iters and val_interval",
+    "train_cfg": "max_epochs / max_iters and val_interval (and train_loop for a loop class)",
     "val_evaluator": "metrics",
     "test_evaluator": "metrics",
     "randomness": "seed",
@@ -148,7 +159,7 @@ def _dataloader(spec: Any, where: str, cfg: Mapping) -> None:
             raise ConfigError(f"{where} must be a mapping: {{dataset: {{type: ...}}, batch_size: 32, "
                               f"shuffle: true}}; got {spec!r}")
         return
-    accepted = ["dataset", *_DATALOADER_KEYS]
+    accepted = ["dataset", *DATALOADER_KEYS]
     for key in spec:
         if key not in accepted:
             raise ConfigError(f"{where}: " + str(ConfigError.unknown("dataloader option", key,
@@ -203,20 +214,48 @@ def _default_hooks(spec: Any, where: str, cfg: Mapping) -> None:
     if not isinstance(spec, Mapping):
         raise ConfigError(f"{where} must map names to hook configs (or null to remove one); "
                           f"got {spec!r}")
-    from .runner import DEFAULT_HOOKS
-
     for key, item in spec.items():
         if item is None:
             continue
         if isinstance(item, Mapping) and "type" not in item:
             raise ConfigError(f"{where}.{key} has no 'type' (only the default hooks "
-                              f"{', '.join(DEFAULT_HOOKS)} can leave it out)")
+                              f"{', '.join([*DEFAULT_HOOKS, *LEGACY_DEFAULT_HOOKS])} can leave "
+                              "it out)")
         _hook(item, f"{where}.{key}")
 
 
+def _optim_wrapper(spec: Any, where: str, cfg: Mapping) -> None:
+    if spec is None:
+        return
+    if cfg.get("optimizer") is not None:
+        raise ConfigError("give optimizer or optim_wrapper (which holds its own optimizer), not both")
+    if not isinstance(spec, Mapping):
+        check_spec(OPTIM_WRAPPERS, spec, where)
+        return
+    if "type" not in spec and "optimizer" not in spec and spec and all(
+            isinstance(v, Mapping) for v in spec.values()):  # several optimizers, by submodule
+        for name, child in spec.items():
+            _optim_wrapper(child, f"{where}.{name}", {})
+        return
+    if "optimizer" not in spec:
+        raise ConfigError(f"{where} has no 'optimizer', e.g. {{type: OptimWrapper, optimizer: "
+                          "{type: SGD, lr: 0.01}}")
+    _optimizer(spec["optimizer"], f"{where}.optimizer", cfg)
+    check_spec(OPTIM_WRAPPERS, {"type": "OptimWrapper", **spec}, where, ignore=("optimizer",),
+               injected=("optimizer",))
+
+
+def _train_loop(spec: Any, where: str, cfg: Mapping) -> None:
+    if spec is None:
+        return
+    if isinstance(spec, str):
+        spec = {"type": spec}
+    check_spec(LOOPS, spec, where, injected=("runner", "dataloader", "max_epochs", "max_iters",
+                                            "val_interval"))
+
+
 def _positive_int(value: Any, where: str, cfg: Mapping) -> None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise ConfigError(f"{where} must be a positive int, got {value!r}")
+    positive_int(value, where, allow_none=True)
 
 
 def _lengths(value: Any, where: str, cfg: Mapping) -> None:
@@ -246,6 +285,8 @@ _CHECKS = {
     "model": _model,
     "loss_fn": _loss,
     "optimizer": _optimizer,
+    "optim_wrapper": _optim_wrapper,
+    "train_loop": _train_loop,
     "param_scheduler": _schedulers,
     "train_dataloader": _dataloader,
     "val_dataloader": _dataloader,

@@ -1,4 +1,4 @@
-"""``hookline train`` and ``hookline hooks``: the engine's command-line subcommands.
+"""``hookline train`` and ``hookline hooks``: the training command-line subcommands.
 
 ``hookline train [CONFIG] [--work-dir D] [--resume auto|PATH] [--set KEY=VALUE ...]
 [--profile-hooks] [--no-curves]`` trains the run a config describes (the
@@ -10,7 +10,7 @@ every registered hook. :mod:`hookline.cli` wires these in; each command is an
 Example::
 
     >>> import argparse
-    >>> from hookline.engine import command
+    >>> from hookline.app import commands as command
     >>> parser = argparse.ArgumentParser(prog="hookline hooks")
     >>> command.add_hooks_arguments(parser)
     >>> from hookline.demo.registry import demo_config_path
@@ -28,6 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from hookline.core import ConfigError
+from hookline.demo.registry import demo_config_path
+from hookline.engine.logs import close_logger
+from hookline.hooks.catalog import hook_catalog
 
 from .config import apply_overrides, build_runner, load_config
 
@@ -49,8 +54,6 @@ def _add_config_arguments(parser: argparse.ArgumentParser, what: str) -> None:
 def _load(args: argparse.Namespace) -> tuple[dict, str]:
     """The config (overrides applied) and the name of the run."""
     if args.config is None:
-        from hookline.demo.registry import demo_config_path
-
         return apply_overrides(load_config(demo_config_path()), args.overrides), "demo"
     return apply_overrides(load_config(args.config), args.overrides), Path(args.config).stem
 
@@ -98,7 +101,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def summary(runner: Any, seconds: float) -> str:
     """One line: how far training went, how long it took, the last validation metrics."""
-    if runner.max_epochs is not None:
+    if runner.by_epoch:
         length = f"{runner.epoch}/{runner.max_epochs} epochs ({runner.iter} iterations)"
     else:
         length = f"{runner.iter}/{runner.max_iters} iterations"
@@ -134,8 +137,10 @@ def write_training_curves(work_dir: str | Path, name: str = CURVES_FILE) -> str 
     metrics = Path(work_dir) / "metrics.jsonl"
     if not metrics.is_file():
         return f"no {metrics} (is the logger hook off?): {name} not written"
-    from hookline.core import ConfigError
-    from hookline.inspect.plots import plot_training_curves, read_metrics
+    from hookline.inspect.plots import (  # noqa: PLC0415  (matplotlib only when plotting)
+        plot_training_curves,
+        read_metrics,
+    )
 
     try:
         plot_training_curves(_latest_records(read_metrics(metrics)), Path(work_dir) / name,
@@ -176,11 +181,7 @@ def add_hooks_arguments(parser: argparse.ArgumentParser) -> None:
 def run_hooks(args: argparse.Namespace) -> int:
     """Print the configured run's hook table, or the hook catalog; 0 on success."""
     if args.config is None:
-        from hookline.hooks.catalog import hook_catalog
-
         if args.overrides:
-            from hookline.core import ConfigError
-
             raise ConfigError("--set applies to a CONFIG: hookline hooks CONFIG --set KEY=VALUE")
         print(hook_catalog(markdown=args.markdown))
         return 0
@@ -190,8 +191,6 @@ def run_hooks(args: argparse.Namespace) -> int:
     try:
         runner = build_runner(cfg, work_dir=scratch)
         print(runner.hook_table())
-        from .logs import close_logger
-
         close_logger(runner.logger)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

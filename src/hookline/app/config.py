@@ -12,7 +12,7 @@ See docs/cli.md for the full format.
 Example::
 
     >>> import tempfile
-    >>> from hookline.engine.config import build_runner
+    >>> from hookline.app import build_runner
     >>> cfg = {"model": {"type": "DigitsCNN"}, "loss_fn": {"type": "CrossEntropyLoss"},
     ...        "optimizer": {"type": "Adam", "lr": 0.003}, "max_epochs": 1,
     ...        "train_dataloader": {"dataset": {"type": "DigitsDataset"}, "batch_size": 32}}
@@ -22,7 +22,7 @@ Example::
     >>> build_runner({**cfg, "optimiser": {}})
     Traceback (most recent call last):
     ...
-    hookline.core.errors.ConfigError: unknown top-level config key 'optimiser'; did you mean 'optimizer'? ...
+    hookline.core.errors.ConfigError: unknown top-level config key 'optimiser'; did you mean ...
 """
 
 from __future__ import annotations
@@ -33,16 +33,16 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import torch
 import yaml
 
 from hookline.core import ConfigError
+from hookline.engine.runner import DEFAULT_HOOKS, Runner
 
 from .config_check import validate_config
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .runner import Runner
+from .defaults import LEGACY_DEFAULT_HOOKS, register_builtins
 
 __all__ = ["CONFIG_ONLY_KEYS", "apply_overrides", "build_runner", "load_config", "resolve_config",
            "save_config", "validate_config"]
@@ -254,14 +254,13 @@ def _import_custom(spec: Any) -> None:
 
 def _fill_default_hooks(cfg: dict) -> None:
     """``default_hooks.logger: {interval: 5}`` without a ``type`` changes the default hook."""
-    from .runner import DEFAULT_HOOKS
-
     overrides = cfg.get("default_hooks")
     if not isinstance(overrides, dict):
         return
+    known = {**DEFAULT_HOOKS, **LEGACY_DEFAULT_HOOKS}
     for key, spec in overrides.items():
-        if isinstance(spec, dict) and "type" not in spec and key in DEFAULT_HOOKS:
-            overrides[key] = {**DEFAULT_HOOKS[key], **spec}
+        if isinstance(spec, dict) and "type" not in spec and key in known:
+            overrides[key] = {**known[key], **spec}
 
 
 def resolve_config(cfg: Mapping | str | Path, *, work_dir: str | Path | None = None,
@@ -290,14 +289,8 @@ def resolve_config(cfg: Mapping | str | Path, *, work_dir: str | Path | None = N
         cfg["resume"] = str(resume)
     _fill_default_hooks(cfg)
     _import_custom(cfg.get("custom_imports"))
-    import hookline.demo.registry  # noqa: F401  (registers DigitsCNN, DigitsDataset)
-    from hookline.hooks.catalog import import_builtin_hooks
-
-    import_builtin_hooks()
-
-    if runner_cls is None:
-        from .runner import Runner as runner_cls
-    validate_config(cfg, runner_arguments(runner_cls))
+    register_builtins()
+    validate_config(cfg, runner_arguments(runner_cls or Runner))
     return cfg
 
 
@@ -324,19 +317,16 @@ def build_runner(cfg: Mapping | str | Path, *, work_dir: str | Path | None = Non
                  runner_cls: type | None = None) -> Runner:
     """Validate a config (dict or YAML/JSON path), build the Runner, save ``work_dir/config.yaml``.
 
-    ``Runner.from_config`` is the same function. The whole config is checked
+    The whole config is checked
     before the model or any data is built; the resolved config (overrides
     applied, ``work_dir`` filled in) goes to the Runner as ``config=`` and so
     into every checkpoint's ``meta``.
     """
-    if runner_cls is None:
-        from .runner import Runner as runner_cls
+    runner_cls = runner_cls or Runner
     cfg = resolve_config(cfg, work_dir=work_dir, resume=resume, overrides=overrides,
                          runner_cls=runner_cls)
     kwargs = {k: v for k, v in cfg.items() if k not in CONFIG_ONLY_KEYS}
     if cfg.get("num_threads") is not None:
-        import torch
-
         torch.set_num_threads(cfg["num_threads"])
     plain = _plain(cfg)
     runner = runner_cls(**kwargs, config=plain)

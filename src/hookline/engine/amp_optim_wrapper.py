@@ -1,0 +1,128 @@
+"""``AmpOptimWrapper``: :class:`OptimWrapper` with autocast and, for float16, a GradScaler.
+
+Example::
+
+    >>> import torch
+    >>> from hookline.engine.amp_optim_wrapper import AmpOptimWrapper
+    >>> model = torch.nn.Linear(2, 1)
+    >>> wrapper = AmpOptimWrapper(optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    >>> wrapper.dtype, wrapper.loss_scaler      # on CPU: bfloat16, no scaler
+    (torch.bfloat16, None)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from hookline.core import ConfigError
+
+from .optim_wrapper import OptimWrapper
+from .registries import OPTIM_WRAPPERS
+
+_SCALER_KEYS = ("init_scale", "growth_factor", "backoff_factor", "growth_interval")
+_DTYPES = {"float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
+           "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
+
+
+def check_loss_scale(loss_scale: Any) -> None:
+    """``"dynamic"``, a positive number (static scale) or a dict of GradScaler arguments."""
+    if loss_scale == "dynamic":
+        return
+    if isinstance(loss_scale, Mapping):
+        extra = sorted(set(loss_scale) - set(_SCALER_KEYS))
+        if extra:
+            raise ConfigError(f"loss_scale dict takes GradScaler arguments {list(_SCALER_KEYS)}, "
+                              f"got unknown {extra}")
+        return
+    if isinstance(loss_scale, bool) or not isinstance(loss_scale, (int, float)) or loss_scale <= 0:
+        raise ConfigError("loss_scale must be 'dynamic', a positive number (static scale) or a "
+                          f"dict of GradScaler arguments {list(_SCALER_KEYS)}, got {loss_scale!r}")
+
+
+def _device_type(optimizer: torch.optim.Optimizer) -> str:
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            return str(param.device.type)
+    return "cpu"
+
+
+@OPTIM_WRAPPERS.register()
+class AmpOptimWrapper(OptimWrapper):
+    """Mixed precision: forward passes under ``torch.autocast``; float16 adds a GradScaler.
+
+    Args:
+        loss_scale: ``"dynamic"`` (GradScaler's growing/backing-off scale), a
+            number (a static scale: steps with inf/NaN gradients are skipped
+            and the scale stays), or a dict of GradScaler arguments.
+        dtype: ``"float16"`` or ``"bfloat16"`` (or a torch dtype); default
+            float16 on CUDA, bfloat16 elsewhere. Only float16 on CUDA uses a
+            scaler (:attr:`loss_scaler`; saved in checkpoints).
+        device_type: where autocast runs; default: the device of the
+            optimizer's parameters.
+        **kwargs: :class:`OptimWrapper`'s ``optimizer``, ``accumulative_counts``,
+            ``clip_grad``.
+    """
+
+    def __init__(self, loss_scale: str | float | Mapping = "dynamic",
+                 dtype: str | torch.dtype | None = None, device_type: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        check_loss_scale(loss_scale)
+        self.loss_scale = loss_scale
+        self.device_type = device_type or _device_type(self.optimizer)
+        if isinstance(dtype, str):
+            if dtype not in _DTYPES:
+                raise ConfigError(f"AmpOptimWrapper dtype must be one of {sorted(_DTYPES)}, "
+                                  f"got {dtype!r}")
+            dtype = _DTYPES[dtype]
+        self.dtype = dtype or (torch.float16 if self.device_type == "cuda" else torch.bfloat16)
+        self._static_scale: float | None = None
+        self.loss_scaler: torch.amp.GradScaler | None = None
+        if self.dtype == torch.float16 and self.device_type == "cuda":
+            self.loss_scaler = self._make_scaler()
+
+    def _make_scaler(self) -> torch.amp.GradScaler:
+        if self.loss_scale == "dynamic":
+            return torch.amp.GradScaler("cuda")
+        if isinstance(self.loss_scale, Mapping):
+            return torch.amp.GradScaler("cuda", **dict(self.loss_scale))
+        # static: the scale is put back after every update, so it never grows or backs off
+        self._static_scale = float(self.loss_scale)
+        return torch.amp.GradScaler("cuda", init_scale=self._static_scale)
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        return torch.autocast(device_type=self.device_type, dtype=self.dtype)
+
+    def backward(self, loss: torch.Tensor, **kwargs: Any) -> None:
+        if self.loss_scaler is not None:
+            loss = self.loss_scaler.scale(loss)
+        super().backward(loss, **kwargs)
+
+    def step(self, **kwargs: Any) -> None:
+        scaler = self.loss_scaler
+        if scaler is None:
+            super().step(**kwargs)
+            return
+        if self.clip_grad is not None:
+            scaler.unscale_(self.optimizer)
+            self._clip()
+        scaler.step(self.optimizer, **kwargs)
+        scaler.update(self._static_scale)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state dict plus ``loss_scaler`` (MMEngine's layout)."""
+        state = dict(self.optimizer.state_dict())
+        if self.loss_scaler is not None:
+            state["loss_scaler"] = self.loss_scaler.state_dict()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = dict(state_dict)
+        scaler_state = state.pop("loss_scaler", None)
+        if scaler_state is not None and self.loss_scaler is not None:
+            self.loss_scaler.load_state_dict(scaler_state)
+        self.optimizer.load_state_dict(state)

@@ -1,0 +1,257 @@
+"""``OptimWrapper``: backward, gradient clipping, accumulation and the optimizer step, as one object.
+
+MMEngine's object model: the train loop runs the step (or the model runs it
+in ``train_step(data, optim_wrapper)``) *before* the ``after_train_iter``
+hooks, so every hook there sees the updated weights. :class:`AmpOptimWrapper`
+adds mixed precision, :class:`OptimWrapperDict` holds several wrappers.
+
+Example::
+
+    >>> import torch
+    >>> from hookline.engine.optim_wrapper import OptimWrapper
+    >>> model = torch.nn.Linear(2, 1)
+    >>> wrapper = OptimWrapper(torch.optim.SGD(model.parameters(), lr=0.1),
+    ...                        accumulative_counts=2, clip_grad={"max_norm": 1.0})
+    >>> wrapper.initialize_count_status(model, 0, 4)
+    >>> for _ in range(2):
+    ...     with wrapper.optim_context(model):
+    ...         loss = model(torch.ones(1, 2)).sum()
+    ...     wrapper.update_params(loss)
+    >>> wrapper.should_update(), wrapper.get_lr()
+    (True, {'lr': [0.1]})
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+
+from hookline.core import ConfigError, Event
+
+from .checks import positive_int
+from .registries import OPTIM_WRAPPERS
+
+_CLIP_NORM_KEYS = {"max_norm", "norm_type", "error_if_nonfinite", "foreach"}
+
+
+def check_clip_grad(clip_grad: Any) -> dict[str, Any] | None:
+    """Normalise ``clip_grad`` to ``{"type": "norm", "max_norm": ...}`` or ``{"type": "value", ...}``.
+
+    Accepted: MMEngine's ``{max_norm, norm_type}`` / ``{type: "value", clip_value}``
+    and mmcv's ``grad_clip`` spelling ``{max_value: x}``.
+
+    Example::
+
+        >>> check_clip_grad({"max_norm": 35, "norm_type": 2})
+        {'type': 'norm', 'max_norm': 35, 'norm_type': 2}
+        >>> check_clip_grad({"max_value": 0.5})
+        {'type': 'value', 'clip_value': 0.5}
+    """
+    if clip_grad is None:
+        return None
+    shapes = ("{'max_norm': x} (optionally 'norm_type'), {'type': 'value', 'clip_value': x} "
+              "or {'max_value': x}")
+    if not isinstance(clip_grad, Mapping):
+        raise ConfigError(f"clip_grad must be a dict such as {shapes}, got {clip_grad!r}")
+    cfg = dict(clip_grad)
+    if "max_value" in cfg and set(cfg) == {"max_value"}:
+        cfg = {"type": "value", "clip_value": cfg["max_value"]}
+    kind = cfg.pop("type", "norm")
+    if kind == "norm" and "max_norm" in cfg and set(cfg) <= _CLIP_NORM_KEYS:
+        return {"type": "norm", **cfg}
+    if kind == "value" and set(cfg) == {"clip_value"}:
+        return {"type": "value", **cfg}
+    raise ConfigError(f"clip_grad must be {shapes}, got {dict(clip_grad)!r}")
+
+
+@OPTIM_WRAPPERS.register()
+class OptimWrapper:
+    """Runs ``backward``, clipping, ``step`` and ``zero_grad`` for one optimizer.
+
+    Args:
+        optimizer: a ``torch.optim.Optimizer``.
+        accumulative_counts: step every ``accumulative_counts`` calls of
+            :meth:`update_params`, averaging the loss over the group; the
+            last, shorter group of a count span (an epoch in epoch-based
+            runs, the run in iteration-based ones) is averaged over its own size.
+        clip_grad: see :func:`check_clip_grad`; the total gradient norm (before
+            clipping) goes to ``message_hub`` as ``train/grad_norm`` when the
+            Runner has set :attr:`message_hub`.
+    """
+
+    def __init__(self, optimizer: torch.optim.Optimizer, accumulative_counts: int = 1,
+                 clip_grad: Mapping[str, Any] | None = None) -> None:
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise ConfigError(f"{type(self).__name__} needs a torch.optim.Optimizer, got "
+                              f"{optimizer!r}")
+        self.optimizer = optimizer
+        self.accumulative_counts = positive_int(accumulative_counts, "accumulative_counts")
+        self.clip_grad = check_clip_grad(clip_grad)
+        #: where ``train/grad_norm`` goes (the Runner sets it to ``runner.message_hub``)
+        self.message_hub: Any = None
+        #: fired with the (unscaled) loss before every backward of :meth:`update_params`;
+        #: a hook raising here stops the update before the weights see that loss
+        self.before_update = Event("before_update")
+        self._inner_count = 0
+        self._max_counts = -1
+
+    # -- the step ------------------------------------------------------------------------------
+    def update_params(self, loss: torch.Tensor, step_kwargs: dict | None = None,
+                      zero_kwargs: dict | None = None) -> None:
+        """Scale ``loss`` for accumulation, backward, and step + zero_grad when a group ends."""
+        self.before_update.emit(loss)
+        self.backward(self.scale_loss(loss))
+        if self.should_update():
+            self.step(**(step_kwargs or {}))
+            self.zero_grad(**(zero_kwargs or {}))
+
+    def backward(self, loss: torch.Tensor, **kwargs: Any) -> None:
+        """``loss.backward()``; counts one call towards the accumulation group."""
+        loss.backward(**kwargs)
+        self._inner_count += 1
+
+    def step(self, **kwargs: Any) -> None:
+        """Clip (when configured) and step the optimizer."""
+        if self.clip_grad is not None:
+            self._clip()
+        self.optimizer.step(**kwargs)
+
+    def zero_grad(self, **kwargs: Any) -> None:
+        """``optimizer.zero_grad`` (``set_to_none=True`` unless given)."""
+        kwargs.setdefault("set_to_none", True)
+        self.optimizer.zero_grad(**kwargs)
+
+    def _clip(self) -> torch.Tensor:
+        assert self.clip_grad is not None
+        params = [p for group in self.optimizer.param_groups for p in group["params"]
+                  if p.grad is not None]
+        args = {k: v for k, v in self.clip_grad.items() if k != "type"}
+        if self.clip_grad["type"] == "norm":
+            norm = torch.nn.utils.clip_grad_norm_(params, **args)
+        else:
+            norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+            torch.nn.utils.clip_grad_value_(params, args["clip_value"])
+        if self.message_hub is not None:
+            self.message_hub.update("train/grad_norm", norm)
+        return norm
+
+    # -- accumulation --------------------------------------------------------------------------
+    def initialize_count_status(self, model: torch.nn.Module | None, init_counts: int,
+                                max_counts: int) -> None:
+        """Start counting at ``init_counts`` of ``max_counts`` calls (the loop calls this)."""
+        self._inner_count = int(init_counts)
+        self._max_counts = int(max_counts)
+
+    @property
+    def inner_count(self) -> int:
+        """:meth:`backward` calls counted so far in the current span."""
+        return self._inner_count
+
+    @property
+    def max_counts(self) -> int:
+        return self._max_counts
+
+    def _group(self, position: int) -> tuple[int, int]:
+        """(first position, size) of the accumulation group ``position`` falls in."""
+        n = self.accumulative_counts
+        start = position - position % n
+        size = n if self._max_counts < 0 else max(1, min(n, self._max_counts - start))
+        return start, size
+
+    def scale_loss(self, loss: torch.Tensor) -> torch.Tensor:
+        """``loss`` divided by the size of the accumulation group it belongs to."""
+        if self.accumulative_counts == 1:
+            return loss
+        return loss / self._group(self._inner_count)[1]
+
+    def should_update(self) -> bool:
+        """After :meth:`backward`: whether this call ended a group (so the optimizer stepped)."""
+        if self.accumulative_counts == 1:
+            return True
+        start, size = self._group(self._inner_count - 1)
+        return self._inner_count == start + size
+
+    def should_sync(self) -> bool:
+        """Before :meth:`backward`: whether the coming backward ends a group (DDP all-reduces)."""
+        if self.accumulative_counts == 1:
+            return True
+        start, size = self._group(self._inner_count)
+        return self._inner_count + 1 == start + size
+
+    # -- contexts ----------------------------------------------------------------------------------
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """The precision context of forward passes: none here (see :class:`AmpOptimWrapper`)."""
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def optim_context(self, model: torch.nn.Module) -> Iterator[None]:
+        """Wrap a training forward: skip DDP's all-reduce on micro-batches that do not end
+        an accumulation group, and autocast under AMP."""
+        with contextlib.ExitStack() as stack:
+            no_sync = getattr(model, "no_sync", None)
+            if no_sync is not None and not self.should_sync():
+                stack.enter_context(no_sync())
+            stack.enter_context(self.autocast())
+            yield
+
+    # -- reading ---------------------------------------------------------------------------------
+    @property
+    def param_groups(self) -> list[dict[str, Any]]:
+        return self.optimizer.param_groups
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return self.optimizer.defaults
+
+    def get_lr(self) -> dict[str, list[float]]:
+        """``{"lr": [lr of each param group]}`` (MMEngine's shape)."""
+        return {"lr": [group["lr"] for group in self.param_groups]}
+
+    def get_momentum(self) -> dict[str, list[float]]:
+        """``{"momentum": [...]}``: SGD's ``momentum`` or Adam's ``betas[0]`` (0 when neither)."""
+        values = []
+        for group in self.param_groups:
+            if "momentum" in group:
+                values.append(group["momentum"])
+            elif "betas" in group:
+                values.append(group["betas"][0])
+            else:
+                values.append(0)
+        return {"momentum": values}
+
+    def should_step_schedulers(self) -> bool:
+        """Whether per-iteration schedulers step now: only on iterations the optimizer stepped."""
+        return self.should_update()
+
+    # -- state -------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state dict (what checkpoints hold as ``optimizer``)."""
+        return self.optimizer.state_dict()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state_dict)
+
+    def pending_grads(self) -> list[torch.Tensor | None] | None:
+        """Gradients of an unfinished accumulation group (for exact resume), else None."""
+        if self.accumulative_counts == 1:
+            return None
+        grads = [p.grad for group in self.param_groups for p in group["params"]]
+        if all(g is None for g in grads):
+            return None
+        return [None if g is None else g.detach().clone() for g in grads]
+
+    def restore_grads(self, grads: list[torch.Tensor | None]) -> bool:
+        """Put back what :meth:`pending_grads` returned; False when the parameters differ."""
+        params = [p for group in self.param_groups for p in group["params"]]
+        if len(grads) != len(params):
+            return False
+        for param, grad in zip(params, grads):
+            param.grad = None if grad is None else grad.to(param.device, param.dtype)
+        return True
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(optimizer={type(self.optimizer).__name__}, "
+                f"accumulative_counts={self.accumulative_counts}, clip_grad={self.clip_grad})")

@@ -1,0 +1,136 @@
+"""``RunState``: where a training run is, and the one object that moves it.
+
+The train loop is the only caller of the moving methods; everything else
+reads. Two positions are kept because hooks and checkpoints need different
+ones during an iteration:
+
+* the counters ``epoch`` / ``iter`` (MMEngine's meaning): finished epochs and
+  finished iterations, advanced *after* the ``after_train_*`` hooks, so a
+  hook in ``after_train_iter`` sees the 0-based index of the iteration that
+  just ran;
+* :attr:`resume_point` ``(epoch, batch, iter)``: where a checkpoint written
+  at this moment resumes from, advanced *before* those hooks.
+
+Example::
+
+    >>> from hookline.engine.run_state import RunState
+    >>> state = RunState(by_epoch=True)
+    >>> state.complete_iter(0); state.resume_point, state.iter
+    ((0, 1, 1), 0)
+    >>> state.advance_iter(); state.iter
+    1
+    >>> state.restore(epoch=2, iteration=20, batch=4); state.take_resume_batch(), state.epoch
+    (4, 2)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+
+class RunState:
+    """The run's position (epoch, iteration, batch in the epoch, resume batch) and stop request.
+
+    Args:
+        by_epoch: whether the run counts epochs (``max_epochs``) or
+            iterations (``max_iters``); :attr:`by_epoch` is the one place
+            hookline asks "is this run epoch-based".
+    """
+
+    __slots__ = ("_batch", "_epoch", "_iter", "_point", "_resume_batch", "by_epoch",
+                 "stop_training")
+
+    def __init__(self, by_epoch: bool = True) -> None:
+        self.by_epoch = by_epoch
+        self._epoch = 0
+        self._iter = 0
+        self._batch = 0
+        self._resume_batch = 0
+        self._point = (0, 0, 0)
+        #: set by a hook (or ``runner.stop_training = True``) to end training after this iteration
+        self.stop_training = False
+
+    # -- reading --------------------------------------------------------------------------
+    @property
+    def epoch(self) -> int:
+        """Finished training epochs (advanced after the ``after_train_epoch`` hooks)."""
+        return self._epoch
+
+    @property
+    def iter(self) -> int:
+        """Finished training iterations (advanced after the ``after_train_iter`` hooks)."""
+        return self._iter
+
+    @property
+    def batch(self) -> int:
+        """Batches finished in the current epoch (0 at an epoch boundary)."""
+        return self._batch
+
+    @property
+    def resume_point(self) -> tuple[int, int, int]:
+        """``(epoch, batch, iter)`` a checkpoint written now resumes from."""
+        return self._point
+
+    # -- moving (the train loop's calls) ------------------------------------------------------
+    def take_resume_batch(self) -> int:
+        """The batch the current epoch starts at (after a resume), once; then 0."""
+        start, self._resume_batch = self._resume_batch, 0
+        self._batch = start
+        return start
+
+    def complete_iter(self, batch_in_epoch: int) -> None:
+        """An iteration's step ran (``batch_in_epoch`` is its 0-based index in the epoch)."""
+        self._batch = batch_in_epoch + 1
+        self._point = (self._epoch, self._batch, self._iter + 1)
+
+    def advance_iter(self) -> None:
+        """The ``after_train_iter`` hooks ran: count the iteration."""
+        self._iter += 1
+
+    def complete_epoch(self) -> None:
+        """An epoch's iterations ran: a checkpoint now resumes at the next epoch."""
+        self._point = (self._epoch + 1, 0, self._iter)
+
+    def advance_epoch(self) -> None:
+        """The ``after_train_epoch`` hooks ran: count the epoch."""
+        self._epoch += 1
+        self._batch = 0
+
+    def restore(self, epoch: int, iteration: int, batch: int = 0,
+                stop_training: bool = False) -> None:
+        """Put the run where a checkpoint says it was (``batch`` counts in epoch-based runs)."""
+        self._epoch, self._iter = int(epoch), int(iteration)
+        self._resume_batch = int(batch) if self.by_epoch else 0
+        self._batch = self._resume_batch
+        self._point = (self._epoch, self._resume_batch, self._iter)
+        self.stop_training = bool(stop_training)
+
+    @contextlib.contextmanager
+    def counting_current(self, unit: str) -> Iterator[None]:
+        """Inside: the epoch (``unit="epoch"``) or iteration (``"iter"``) that is ending counts
+        as finished, as it will once its ``after_train_*`` hooks return. For evaluations that
+        hooks run at the end of an epoch or iteration (EvalHook), so that everything logged
+        during them carries the count the Runner's own validation would show.
+
+        Example::
+
+            >>> state = RunState()
+            >>> with state.counting_current("epoch"):
+            ...     state.epoch
+            1
+            >>> state.epoch
+            0
+        """
+        if unit not in ("epoch", "iter"):
+            raise ValueError(f"unit must be 'epoch' or 'iter', got {unit!r}")
+        name = f"_{unit}"
+        setattr(self, name, getattr(self, name) + 1)
+        try:
+            yield
+        finally:
+            setattr(self, name, getattr(self, name) - 1)
+
+    def __repr__(self) -> str:
+        return (f"RunState(by_epoch={self.by_epoch}, epoch={self._epoch}, iter={self._iter}, "
+                f"resume_point={self._point}, stop_training={self.stop_training})")
