@@ -39,7 +39,8 @@ import torch
 import yaml
 
 from hookline.core import ConfigError
-from hookline.engine.runner import DEFAULT_HOOKS, Runner
+from hookline.engine.default_hooks import DEFAULT_HOOKS
+from hookline.engine.runner import Runner
 
 from .config_check import validate_config
 from .defaults import LEGACY_DEFAULT_HOOKS, register_builtins

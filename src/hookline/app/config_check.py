@@ -38,7 +38,7 @@ from hookline.engine.registries import (
     OPTIMIZERS,
     PARAM_SCHEDULERS,
 )
-from hookline.engine.runner import DEFAULT_HOOKS
+from hookline.engine.default_hooks import DEFAULT_HOOKS
 
 from .defaults import LEGACY_DEFAULT_HOOKS
 

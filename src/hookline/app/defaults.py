@@ -3,7 +3,7 @@
 ``register_builtins()`` imports ``hookline.hooks`` (every built-in hook in
 ``HOOKS``) and the demo's model and dataset (``DigitsCNN``,
 ``DigitsDataset``), so configs can name them. The default hook set itself
-is :data:`hookline.engine.runner.DEFAULT_HOOKS` (registry names only).
+is :data:`hookline.engine.default_hooks.DEFAULT_HOOKS` (registry names only).
 
 Example::
 

@@ -13,6 +13,7 @@ Example::
 from .amp_optim_wrapper import AmpOptimWrapper
 from .checkpoint import CheckpointError
 from .closure_hook import ClosureHook
+from .default_hooks import DEFAULT_HOOKS
 from .hook import STAGES, Hook
 from .loops import BaseLoop, EpochBasedTrainLoop, IterBasedTrainLoop, TestLoop, TrainLoop, ValLoop
 from .message_hub import MessageHub
@@ -29,7 +30,7 @@ from .registries import (
     PARAM_SCHEDULERS,
 )
 from .run_state import RunState
-from .runner import DEFAULT_HOOKS, Runner
+from .runner import Runner
 from .signals import TrainingInterrupted
 
 __all__ = [

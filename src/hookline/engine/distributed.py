@@ -80,14 +80,6 @@ def barrier() -> None:
         dist.barrier()
 
 
-def all_reduce_mean(tensor: torch.Tensor) -> torch.Tensor:
-    """The mean of ``tensor`` over ranks (in place on multi-process runs)."""
-    if get_world_size() > 1:
-        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
-        tensor /= get_world_size()
-    return tensor
-
-
 def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
     if get_world_size() > 1:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
@@ -125,14 +117,6 @@ def all_gather_cat(tensor: torch.Tensor) -> torch.Tensor:
     gathered = [torch.zeros_like(padded) for _ in range(world)]
     dist.all_gather(gathered, padded)
     return torch.cat([g[: int(s.item())] for g, s in zip(gathered, sizes)])
-
-
-def unwrap(model: torch.nn.Module) -> torch.nn.Module:
-    """The user's model inside DistributedDataParallel / DataParallel wrappers."""
-    while isinstance(model, (torch.nn.parallel.DistributedDataParallel,
-                             torch.nn.DataParallel)):
-        model = model.module
-    return model
 
 
 def wrap_ddp(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:

@@ -30,13 +30,13 @@ import torch
 
 from hookline.core import ConfigError, HookHandle
 
-from . import distributed, state
+from . import distributed
 from .build import build_optim_wrapper, build_schedulers
-from .checkpoint import find_resumable, load_checkpoint_file
-from .checkpoint_writer import CheckpointWriter, serialize, write_now
+from .checkpoint import CheckpointWriter, load, resume_or_load, save
 from .checks import positive_int
 from .closure_hook import ClosureHook
 from .data import build_dataloader
+from .default_hooks import default_hook_specs
 from .environment import destroy_at_exit, resolve_device, seed_everything
 from .evaluator import build_metrics
 from .hook import Hook
@@ -46,19 +46,8 @@ from .loops import TestLoop, TrainLoop, ValLoop
 from .message_hub import MessageHub
 from .registries import DATASETS, HOOKS, LOOPS, LOSSES, MODELS
 from .run_state import RunState
-from .signals import StopRequest, TrainingInterrupted
+from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal
 from .step import StepModule, check_contract, make_step, make_train_step
-
-#: the hooks every Runner has unless ``default_hooks`` says otherwise, by registry name
-#: (``hookline.hooks`` registers them; the engine never imports it)
-DEFAULT_HOOKS: dict[str, dict] = {
-    "param_scheduler": {"type": "ParamSchedulerHook"},
-    "timer": {"type": "IterTimerHook"},
-    "logger": {"type": "LoggerHook"},
-    "checkpoint": {"type": "CheckpointHook", "interval": 1},
-    "sampler_seed": {"type": "DistSamplerSeedHook"},
-    "progress": {"type": "ProgressBarHook"},
-}
 
 
 class Runner:
@@ -109,7 +98,8 @@ class Runner:
         self._build_loops(train_dataloader, val_dataloader, test_dataloader,
                           max_epochs, max_iters, val_interval, train_loop)
         self._resume, self._load_from, self._loaded = resume, load_from, False
-        self._writer = CheckpointWriter()
+        #: writes checkpoints in order on a background thread (``save_checkpoint(background=True)``)
+        self.checkpoint_writer = CheckpointWriter()
         self._train_step: Callable[[Any], dict] | None = None
         self._eval_steps: dict[str, Callable[[Any], dict]] = {}
         self._stop: StopRequest | None = None
@@ -161,14 +151,8 @@ class Runner:
         self.train_loop = LOOPS.build(cfg, runner=self, dataloader=train)
 
     def _register_default_hooks(self, overrides: Mapping[str, Any] | None) -> None:
-        specs: dict[str, Any] = dict(DEFAULT_HOOKS)
-        for key, value in (overrides or {}).items():
-            if isinstance(value, Mapping) and "type" not in value and key in DEFAULT_HOOKS:
-                value = {**DEFAULT_HOOKS[key], **value}  # {"logger": {"interval": 5}}
-            specs[key] = value
-        for key, spec in specs.items():
-            if spec is not None:
-                self.register_hook(spec, _default_key=key)
+        for key, spec in default_hook_specs(overrides).items():
+            self.register_hook(spec, _default_key=key)
 
     # -- what hooks read (MMEngine's names) -----------------------------------------------
     @property
@@ -327,10 +311,10 @@ class Runner:
         self.hooks.call(self, "before_run")
         try:
             yield
-            self._writer.flush()
+            self.checkpoint_writer.flush()
         except BaseException as exc:
             try:
-                self._writer.flush()
+                self.checkpoint_writer.flush()
             except Exception:  # the original error matters more; still tell the user
                 self.logger.exception("a background checkpoint write failed")
             self.hooks.call_on_exception(self, exc, self.logger)
@@ -359,21 +343,10 @@ class Runner:
             return step(batch)
 
     def check_stop(self) -> bool:
-        """After an iteration: stop on ``stop_training``, or checkpoint and exit on a signal."""
-        stop = self._stop
-        signalled = stop is not None and stop.signum is not None
-        if self._stop_group is not None:
-            signalled = distributed.any_rank(signalled, self._stop_group)
-        if signalled:
-            signum = (stop.signum if stop is not None else None) or 15
-            path = self.save_checkpoint(f"iter_{self.iter}.pth")
-            epoch, batch, _ = self.state.resume_point
-            where = (f"epoch {epoch + 1}, batch {batch}, iteration {self.iter}"
-                     if self.by_epoch else f"iteration {self.iter}")
-            name = (stop.name if stop is not None else "") or "a signal on another rank"
-            raise TrainingInterrupted(signum, path, (
-                f"stopped by {name} at {where}; checkpoint saved to {path}. Resume with "
-                f"resume='auto' (hookline train ... --resume auto) or resume='{path}'"))
+        """After an iteration: stop on ``stop_training``, or checkpoint and exit on a signal
+        (on any rank: the ranks agree over a gloo group)."""
+        if self._stop is not None:
+            interrupt_on_signal(self, self._stop, self._stop_group)
         return self.state.stop_training
 
     def release_ddp(self) -> None:
@@ -393,58 +366,26 @@ class Runner:
         ends). Multi-process runs always write in the foreground, so every
         rank finds the file after the barrier that follows a save.
         """
-        path = Path(path)
-        if not path.is_absolute() and path.parent == Path("."):
-            path = self.work_dir / path
-        checkpoint = state.collect(self, save_optimizer=save_optimizer)
-        self.hooks.call(self, "before_save_checkpoint", checkpoint=checkpoint)
-        if self.rank == 0:
-            payload = serialize(checkpoint)
-            if background and self.world_size == 1:
-                self._writer.write(path, payload)
-            else:
-                self._writer.flush()
-                write_now(path, payload)
-        distributed.barrier()
-        return path
+        return save(self, path, save_optimizer=save_optimizer, background=background)
 
     def remove_checkpoint(self, path: str | Path) -> None:
         """Delete a checkpoint file (main process only), after every pending background write."""
         if self.rank == 0:
-            self._writer.remove(Path(path))
+            self.checkpoint_writer.remove(Path(path))
 
     def flush_checkpoints(self) -> None:
         """Wait for background checkpoint writes; re-raise the first failure."""
-        self._writer.flush()
+        self.checkpoint_writer.flush()
 
     def load_checkpoint(self, path: str | Path, resume: bool = True, *,
                         checkpoint: dict | None = None) -> dict:
         """Load ``path``: the whole run when ``resume``, else the weights only."""
-        if checkpoint is None:
-            self._writer.flush()
-            checkpoint = load_checkpoint_file(path, map_location="cpu")
-        self.hooks.call(self, "after_load_checkpoint", checkpoint=checkpoint)
-        state.apply(self, checkpoint, resume=resume, strict=resume)
-        what = "resumed" if resume else "loaded weights"
-        self.logger.info("%s from %s (epoch %d, iter %d)", what, path,
-                         checkpoint["meta"]["epoch"], checkpoint["meta"]["iter"])
-        return checkpoint
+        return load(self, path, resume=resume, checkpoint=checkpoint)
 
     def _load_or_resume(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
-        if self._resume == "auto":
-            found = find_resumable(self.work_dir, logger=self.logger)
-            if found is None:
-                self.logger.info("resume='auto': no checkpoint in %s, starting fresh",
-                                 self.work_dir)
-            else:
-                self.load_checkpoint(found[0], checkpoint=found[1])
-        elif self._resume is not None:
-            self.load_checkpoint(self._resume)
-        elif self._load_from is not None:
-            self.load_checkpoint(self._load_from, resume=False)
+        if not self._loaded:
+            self._loaded = True
+            resume_or_load(self, self._resume, self._load_from)
 
     def __repr__(self) -> str:
         length = f"max_epochs={self.max_epochs}" if self.by_epoch else f"max_iters={self.max_iters}"

@@ -15,6 +15,8 @@ import threading
 from types import FrameType
 from typing import Any
 
+from .distributed import any_rank
+
 
 class TrainingInterrupted(SystemExit):
     """Training stopped on a signal after saving a checkpoint.
@@ -61,3 +63,21 @@ class StopRequest:
     @property
     def name(self) -> str:
         return signal.Signals(self.signum).name if self.signum else ""
+
+
+def interrupt_on_signal(runner: Any, stop: StopRequest, group: Any = None) -> None:
+    """When ``stop`` caught a signal (here, or on another rank of ``group``): save a checkpoint
+    of ``runner`` and raise :class:`TrainingInterrupted` with the resume command."""
+    signalled = stop.signum is not None
+    if group is not None:
+        signalled = any_rank(signalled, group)
+    if not signalled:
+        return
+    path = runner.save_checkpoint(f"iter_{runner.iter}.pth")
+    epoch, batch, _ = runner.state.resume_point
+    where = (f"epoch {epoch + 1}, batch {batch}, iteration {runner.iter}" if runner.by_epoch
+             else f"iteration {runner.iter}")
+    raise TrainingInterrupted(stop.signum or signal.SIGTERM, path, (
+        f"stopped by {stop.name or 'a signal on another rank'} at {where}; checkpoint saved to "
+        f"{path}. Resume with resume='auto' (hookline train ... --resume auto) or "
+        f"resume='{path}'"))

@@ -88,7 +88,7 @@ def make_train_step(model: torch.nn.Module, loss_fn: Callable | None, optim_wrap
         net: torch.nn.Module = ddp
 
         def forward(batch: Any) -> dict:
-            return ddp(batch, "train")
+            return ddp(batch)
     else:
         net = model
         forward = make_step(model, loss_fn, "train")
@@ -128,14 +128,15 @@ def check_contract(model: torch.nn.Module, loss_fn: Callable | None) -> None:
 
 
 class StepModule(torch.nn.Module):
-    """What DistributedDataParallel wraps, so that gradients sync for either contract."""
+    """What DistributedDataParallel wraps, so that gradients sync for either contract.
+
+    Only training goes through it (evaluation needs no gradient sync).
+    """
 
     def __init__(self, model: torch.nn.Module, loss_fn: Callable | None) -> None:
         super().__init__()
         self.module = model
-        self.loss_fn = loss_fn
         self.train_forward = make_step(model, loss_fn, "train")
 
-    def forward(self, batch: Any, mode: str) -> dict:
-        return self.train_forward(batch) if mode == "train" else run_step(
-            self.module, self.loss_fn, batch, mode)
+    def forward(self, batch: Any) -> dict:
+        return self.train_forward(batch)

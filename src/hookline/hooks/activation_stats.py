@@ -15,7 +15,8 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
@@ -26,10 +27,16 @@ from hookline.inspect.activations import DEFAULT_TYPES
 
 from .inspect_hooks import ACTIVATION_STATS_KEY, _Gate, _IntervalHook, tensorboard_writer
 
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
+
 
 class _GatedActivationStats(_Gate, ActivationStats):
     """ActivationStats that records only while ``recording`` is true: validation and test runs
     inside training, and the iterations not sampled, are left out of the windows."""
+
+    def _recorder(self, name: str) -> Callable[[nn.Module, Any, Any], None]:
+        return self.wrap(super()._recorder(name))
 
 
 def _num(value: float) -> str:
@@ -106,65 +113,74 @@ class ActivationStatsHook(_IntervalHook):
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
             raise ConfigError(f"ActivationStatsHook samples must be an int >= 0, got {samples!r}")
         self.saturation, self.samples = float(saturation), samples
-        self.stats: ActivationStats | None = None
+        self.stats: _GatedActivationStats | None = None
         self._was_recording = True
 
     def __repr__(self) -> str:
         return f"ActivationStatsHook(interval={self.interval}, types={[t.__name__ for t in self.types]})"
 
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         if not runner.is_main_process:
             return
         self.stats = _GatedActivationStats(runner.model, self.types, saturation=self.saturation,
                                            samples=self.samples)
         self._attached = True
 
-    def after_train(self, runner) -> None:
+    def after_train(self, runner: Runner) -> None:
         self._detach()
 
-    def on_exception(self, runner, exception: BaseException) -> None:
+    def on_exception(self, runner: Runner, exception: BaseException) -> None:
         self._detach()
+
+    def _live(self) -> _GatedActivationStats | None:
+        """The stats while they are attached (training, on the main process), else None."""
+        return self.stats if self._attached else None
 
     def _detach(self) -> None:
-        if self._attached:
+        stats = self._live()
+        if stats is not None:
             self._attached = False
-            self.stats.remove()
+            stats.remove()
 
     # -- what is recorded: sampled training iterations, no validation or test ----------------------
-    def before_train_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
-        if self._attached and self.every > 1:
-            self.stats.recording = self._sampled(runner, batch_idx)
+    def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
+        stats = self._live()
+        if stats is not None and self.every > 1:
+            stats.recording = self._sampled(runner, batch_idx)
 
     def _pause(self) -> None:
-        if self._attached:
-            self._was_recording, self.stats.recording = self.stats.recording, False
+        stats = self._live()
+        if stats is not None:
+            self._was_recording, stats.recording = stats.recording, False
 
     def _resume(self) -> None:
-        if self._attached:
-            self.stats.recording = self._was_recording
+        stats = self._live()
+        if stats is not None:
+            stats.recording = self._was_recording
 
-    def before_val(self, runner) -> None:
+    def before_val(self, runner: Runner) -> None:
         self._pause()
 
-    def after_val(self, runner) -> None:
+    def after_val(self, runner: Runner) -> None:
         self._resume()
 
-    def before_test(self, runner) -> None:
+    def before_test(self, runner: Runner) -> None:
         self._pause()
 
-    def after_test(self, runner) -> None:
+    def after_test(self, runner: Runner) -> None:
         self._resume()
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
-        if not self._attached or not self._log_step(runner, batch_idx):
+        stats = self._live()
+        if stats is None or not self._log_step(runner, batch_idx):
             return
-        report = self.stats.report()
-        self.stats.reset()
+        report = stats.report()
+        stats.reset()
         if not report:
             return
         iteration = runner.iter + 1
-        kinds = {name: type(module).__name__ for name, module in self.stats.layers}
+        kinds = {name: type(module).__name__ for name, module in stats.layers}
         labels = {name: f"{name} ({kinds[name]})" for name in report}
         width = max(len(label) for label in labels.values())
         rows = []

@@ -41,25 +41,25 @@ class CatalogEntry:
     """One registered hook: its registry name, class, default priority, stages, arguments."""
 
     name: str
-    cls: type
+    cls: type[Hook]
     priority: str
     stages: list[str]
     arguments: list[str]
     summary: str
 
 
-def _priority(cls: type) -> str:
+def _priority(cls: type[Hook]) -> str:
     value = Priority.get(cls.priority)
     return f"{value.name} ({int(value)})" if isinstance(value, Priority) else str(value)
 
 
-def _stages(cls: type) -> list[str]:
+def _stages(cls: type[Hook]) -> list[str]:
     if getattr(cls, "triggered_stages", None) is not Hook.triggered_stages:
         return [_BY_ARGUMENTS]
     return Hook.triggered_stages(object.__new__(cls))
 
 
-def _arguments(cls: type) -> list[str]:
+def _arguments(cls: type[Hook]) -> list[str]:
     if cls.__init__ is object.__init__:
         return []
     try:
@@ -79,7 +79,7 @@ def _arguments(cls: type) -> list[str]:
     return shown
 
 
-def _summary(cls: type) -> str:
+def _summary(cls: type[Hook]) -> str:
     doc = inspect.getdoc(cls) or ""
     if cls.__doc__ is None or doc == inspect.getdoc(Hook):
         return ""

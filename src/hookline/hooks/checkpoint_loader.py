@@ -28,7 +28,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -36,6 +36,9 @@ from hookline.core import ConfigError
 from hookline.engine.checkpoint import CheckpointError, load_checkpoint_file
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 _LOG = logging.getLogger("hookline")
 
@@ -108,7 +111,7 @@ class CheckpointLoaderHook(Hook):
         self.unexpected_keys: list[str] = []
         self.mismatched_keys: list[tuple[str, tuple, tuple]] = []
 
-    def before_run(self, runner) -> None:
+    def before_run(self, runner: Runner) -> None:
         if not self.loaded:
             self.load(runner.model, runner.logger)
 

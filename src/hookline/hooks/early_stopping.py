@@ -11,12 +11,17 @@ Example::
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from hookline.core import ConfigError
+from hookline.engine.checks import positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
 from ._rules import infer_rule, is_better
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 
 @HOOKS.register()
@@ -53,8 +58,7 @@ class EarlyStoppingHook(Hook):
                  stopping_threshold: float | None = None) -> None:
         if not isinstance(monitor, str) or not monitor:
             raise ConfigError(f"EarlyStoppingHook monitor must be a metric name, got {monitor!r}")
-        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
-            raise ConfigError(f"EarlyStoppingHook patience must be an int >= 1, got {patience!r}")
+        positive_int(patience, "patience", owner="EarlyStoppingHook")
         if isinstance(min_delta, bool) or not isinstance(min_delta, (int, float)) or min_delta < 0:
             raise ConfigError(f"EarlyStoppingHook min_delta must be a number >= 0, got {min_delta!r}")
         if stopping_threshold is not None and (isinstance(stopping_threshold, bool) or
@@ -81,16 +85,16 @@ class EarlyStoppingHook(Hook):
         self.wait_count = int(state.get("wait_count", 0))
 
     # -- when to check --------------------------------------------------------------
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         if runner.val_dataloader is None:
             raise ConfigError(f"EarlyStoppingHook(monitor={self.monitor!r}) needs a val_dataloader: "
                               "it decides after each validation")
         self._training = True
 
-    def after_train(self, runner) -> None:
+    def after_train(self, runner: Runner) -> None:
         self._training = False
 
-    def on_exception(self, runner, exception: BaseException) -> None:
+    def on_exception(self, runner: Runner, exception: BaseException) -> None:
         self._training = False
 
     def _value(self, metrics: dict[str, float]) -> float:
@@ -102,7 +106,7 @@ class EarlyStoppingHook(Hook):
                               f"validation metrics; available: {sorted(metrics)}")
         return float(metrics[key])
 
-    def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         if not self._training or runner.stop_training:
             return
         value = self._value(metrics or {})

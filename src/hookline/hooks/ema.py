@@ -17,14 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from hookline.core import ConfigError
+from hookline.engine.checkpoint import load_checkpoint_file
+from hookline.engine.checks import positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 _PREFIX = "module."
 
@@ -76,9 +81,9 @@ class EMAHook(Hook):
         if isinstance(decay, bool) or not isinstance(decay, (int, float)) \
                 or not 0.0 <= decay <= 1.0:
             raise ConfigError(f"EMAHook decay must be a number in [0, 1], got {decay!r}")
-        for name, value, low in (("interval", interval, 1), ("begin_iter", begin_iter, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"EMAHook {name} must be an int >= {low}, got {value!r}")
+        positive_int(interval, "interval", owner="EMAHook")
+        if isinstance(begin_iter, bool) or not isinstance(begin_iter, int) or begin_iter < 0:
+            raise ConfigError(f"EMAHook begin_iter must be an int >= 0, got {begin_iter!r}")
         if not isinstance(update_buffers, bool):
             raise ConfigError(f"EMAHook update_buffers must be True or False, got {update_buffers!r}")
         self.decay = float(decay)
@@ -98,7 +103,7 @@ class EMAHook(Hook):
         """The averaged copy of the model (None before the run starts)."""
         return None if self.ema is None else self.ema.module
 
-    def before_run(self, runner) -> None:
+    def before_run(self, runner: Runner) -> None:
         if self.ema is None or self._model is not runner.model:
             self._model = runner.model
             # n_averaged stays on the CPU (no device argument): checking it never syncs
@@ -110,7 +115,7 @@ class EMAHook(Hook):
             pending, self._pending = self._pending, None
             self.load_state_dict(pending)
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         if runner.iter < self.begin_iter or (runner.iter + 1) % self.interval:
             return
@@ -125,7 +130,7 @@ class EMAHook(Hook):
         of ``n_averaged`` to the device, which would be a host-device sync on
         every update on GPUs.
         """
-        ema = self.ema
+        ema = self._average()
         if not self._started:  # the first step copies the weights
             ema.update_parameters(model)
             self._started = True
@@ -136,12 +141,18 @@ class EMAHook(Hook):
             group = groups.setdefault((mine.device, mine.dtype), ([], []))
             group[0].append(mine.detach())
             group[1].append(theirs.detach().to(mine.device))
-        for mine, theirs in groups.values():
-            self._avg_fn(mine, theirs, ema.n_averaged)
+        for targets, sources in groups.values():
+            self._avg_fn(targets, sources, ema.n_averaged)
         if not self.update_buffers:  # keep the copy's buffers in step with the model
             for mine, theirs in zip(ema.module.buffers(), model.buffers()):
                 mine.detach().copy_(theirs.detach().to(mine.device))
         ema.n_averaged += 1
+
+    def _average(self) -> AveragedModel:
+        """The average, which ``before_run`` builds."""
+        if self.ema is None:
+            raise RuntimeError("EMAHook: no average yet; before_run builds it from runner.model")
+        return self.ema
 
     def _tensors(self, module: torch.nn.Module) -> list[torch.Tensor]:
         if self.update_buffers:
@@ -151,14 +162,16 @@ class EMAHook(Hook):
     # -- swapping for evaluation ---------------------------------------------------------
     def _names(self) -> list[str]:
         """Names of the tensors that are averaged (and swapped)."""
-        module = self.ema.module
+        module = self._average().module
         names = [name for name, _ in module.named_parameters()]
         if self.update_buffers:
             names += [name for name, _ in module.named_buffers()]
         return names
 
     def _pairs(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        return list(zip(self._tensors(self._model), self._tensors(self.ema.module)))
+        model = self._model
+        assert model is not None  # set with the average, in before_run
+        return list(zip(self._tensors(model), self._tensors(self._average().module)))
 
     @torch.no_grad()
     def _swap(self) -> None:
@@ -168,42 +181,42 @@ class EMAHook(Hook):
             averaged.copy_(kept)
         self._swapped = not self._swapped
 
-    def _swap_in(self, runner) -> None:
+    def _swap_in(self, runner: Runner) -> None:
         if self.ema is not None and self._started and not self._swapped:
             self._swap()
 
-    def _swap_out(self, runner, *args: Any, **kwargs: Any) -> None:
+    def _swap_out(self, runner: Runner, *args: Any, **kwargs: Any) -> None:
         if self._swapped:
             self._swap()
 
-    def before_val_epoch(self, runner) -> None:
+    def before_val_epoch(self, runner: Runner) -> None:
         self._swap_in(runner)
 
-    def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._swap_out(runner)
 
-    def before_test_epoch(self, runner) -> None:
+    def before_test_epoch(self, runner: Runner) -> None:
         self._swap_in(runner)
 
-    def after_test_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._swap_out(runner)
 
-    def on_exception(self, runner, exception: BaseException) -> None:
+    def on_exception(self, runner: Runner, exception: BaseException) -> None:
         self._swap_out(runner)
 
-    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+    def before_save_checkpoint(self, runner: Runner, checkpoint: dict) -> None:
         """A save during evaluation still stores the raw weights as ``state_dict``."""
         if not self._swapped:
             return
         weights = checkpoint.get("state_dict", {})
-        raw = self.ema.module.state_dict()  # while swapped, the raw weights live here
+        raw = self._average().module.state_dict()  # while swapped, the raw weights live here
         for name in self._names():
             if name in weights:
                 weights[name] = raw[name].detach().cpu().clone()
 
     # -- state ---------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        if self.ema is None:
+        if self.ema is None or self._model is None:  # both are set in before_run
             return dict(self._pending or {})
         ema_state = dict(self.ema.state_dict())
         if self._swapped:  # the averaged weights are in the model right now
@@ -234,8 +247,6 @@ class EMAHook(Hook):
         the checkpoint's raw ``state_dict``.
         """
         if not isinstance(checkpoint, Mapping):
-            from hookline.engine.checkpoint import load_checkpoint_file
-
             checkpoint = load_checkpoint_file(checkpoint, map_location="cpu")
         hooks = checkpoint.get("hooks", {})
         if key not in hooks or "ema" not in hooks[key]:

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+import torch.distributed as dist
+from torch import nn
 
 from hookline.core import ConfigError
 from hookline.engine import distributed
+from hookline.engine.checks import positive_int
 from hookline.engine.data import build_dataloader
 from hookline.engine.evaluator import build_metrics
 from hookline.engine.hook import Hook
@@ -38,10 +40,19 @@ from hookline.engine.registries import DATASETS, HOOKS
 
 from .checkpoint import BestCheckpoint, CheckpointHook
 
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
-def _positive(name: str, value: Any, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ConfigError(f"EvalHook {name} must be an int >= {minimum}, got {value!r}")
+
+#: the BatchNorm layers whose running statistics DistEvalHook broadcasts (mmcv matches torch's
+#: private ``_BatchNorm`` base; these public classes are its concrete BatchNorm layers, lazy ones
+#: included once they have run)
+_BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
+
+
+def _non_negative(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigError(f"EvalHook {name} must be an int >= 0, got {value!r}")
 
 
 @HOOKS.register()
@@ -75,9 +86,9 @@ class EvalHook(Hook):
                  rule: str | None = None, start: int | None = None) -> None:
         if dataloader is None:
             raise ConfigError("EvalHook needs a dataloader (a DataLoader or a config dict)")
-        _positive("interval", interval, 1)
+        positive_int(interval, "interval", owner="EvalHook")
         if start is not None:
-            _positive("start", start, 0)
+            _non_negative("start", start)
         self.dataloader = dataloader
         self.interval = interval
         self.by_epoch = by_epoch
@@ -87,18 +98,17 @@ class EvalHook(Hook):
             if save_best is not None else None
         self.start = start
         self.last_evaluated: int = -1  # epoch or iteration count of the last evaluation
-        self.last_metrics: dict[str, float] = {}
         self._loader: Any = None
 
     # -- setup -----------------------------------------------------------------------------
-    def before_run(self, runner) -> None:
+    def before_run(self, runner: Runner) -> None:
         if self._loader is None:
             self._loader = build_dataloader(
                 self.dataloader, name=f"{type(self).__name__} dataloader", seed=runner.seed,
                 rank=runner.rank, world_size=runner.world_size, logger=runner.logger,
                 datasets_registry=DATASETS, shuffle_default=False, pad=False)
 
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         self._epochs = self.by_epoch and runner.by_epoch
         self._unit = 1 if self._epochs or not self.by_epoch else len(runner.train_dataloader)
         if self.best is not None:
@@ -108,7 +118,7 @@ class EvalHook(Hook):
             self._evaluate(runner, bump=None)
 
     # -- when ------------------------------------------------------------------------------
-    def _done(self, runner, finished: bool = False) -> int:
+    def _done(self, runner: Runner, finished: bool = False) -> int:
         """Epochs (or iterations / unit) finished, counting the one ending now unless ``finished``."""
         extra = 0 if finished else 1
         if self._epochs:
@@ -123,18 +133,18 @@ class EvalHook(Hook):
             return count > 0 and count % every == 0
         return count >= self.start and (count - self.start) % every == 0 and (before or count > 0)
 
-    def after_train_epoch(self, runner) -> None:
+    def after_train_epoch(self, runner: Runner) -> None:
         if self._epochs and self._due(self._done(runner)):
             self._evaluate(runner, bump="epoch")
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         if not self._epochs and self._due(self._done(runner)):
             self._evaluate(runner, bump="iter")
 
     # -- evaluating ----------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _finished(self, runner, bump: str | None) -> Iterator[None]:
+    def _finished(self, runner: Runner, bump: str | None) -> Iterator[None]:
         """``runner.epoch``/``iter`` as the built-in validation sees them (the step just ended)."""
         if bump is None:
             yield
@@ -142,22 +152,21 @@ class EvalHook(Hook):
         with runner.state.counting_current(bump):
             yield
 
-    def _evaluate(self, runner, bump: str | None) -> dict[str, float]:
+    def _evaluate(self, runner: Runner, bump: str | None) -> dict[str, float]:
         self._before_evaluate(runner)
         loop = ValLoop(runner, self._loader, metrics=self.metrics)
         with self._finished(runner, bump):
             self.last_evaluated = self._done(runner, finished=True)
             metrics = loop.run()
-            self.last_metrics = dict(metrics)
             if self.best is not None:
                 self.best.update(runner, metrics, self._best_folder(runner))
         return metrics
 
-    def _before_evaluate(self, runner) -> None:
+    def _before_evaluate(self, runner: Runner) -> None:
         """Hook for subclasses: runs before each evaluation."""
 
     @staticmethod
-    def _best_folder(runner):
+    def _best_folder(runner: Runner):
         for hook in runner.hooks.hooks:
             if isinstance(hook, CheckpointHook) and hook.out_dir is not None:
                 return hook.out_dir
@@ -210,14 +219,11 @@ class DistEvalHook(EvalHook):
         self.tmpdir = tmpdir
         self.broadcast_bn_buffer = broadcast_bn_buffer
 
-    def _before_evaluate(self, runner) -> None:
+    def _before_evaluate(self, runner: Runner) -> None:
         if not self.broadcast_bn_buffer or runner.world_size <= 1:
             return
-        import torch.distributed as dist
-
         for module in runner.model.modules():
-            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and \
-                    module.track_running_stats:
+            if isinstance(module, _BATCH_NORMS) and module.track_running_stats:
                 for buffer in (module.running_mean, module.running_var):
                     if buffer is not None:
                         dist.broadcast(buffer, 0)

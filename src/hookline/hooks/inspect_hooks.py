@@ -35,19 +35,24 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
+import torch
 from torch import nn
 
 from hookline.core import ConfigError
+from hookline.engine.checks import positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 from hookline.inspect import GradientMonitor
 from hookline.inspect.gradients import ALERT_KINDS
 
-from .logger import check_interval, log_window
+from .logger import log_window
 from .tensorboard import TensorboardLoggerHook
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 #: keys of ``runner.message_hub.info`` the hooks publish their latest values under
 GRAD_STATS_KEY = "grad_stats"
@@ -55,7 +60,7 @@ ACTIVATION_STATS_KEY = "activation_stats"
 _MAX_NAMES = 10  # parameters named per alert warning
 
 
-def tensorboard_writer(runner) -> Any:
+def tensorboard_writer(runner: Runner) -> Any:
     """The SummaryWriter of the runner's TensorboardLoggerHook, or None (none registered, not
     the main process, or closed)."""
     for hook in runner.hooks.hooks:
@@ -70,31 +75,29 @@ class _IntervalHook(Hook):
     priority = "LOW"  # after OptimizerHook's backward and LoggerHook's training line
 
     def __init__(self, interval: int, by_epoch: bool, every: int) -> None:
-        self.interval = check_interval(type(self).__name__, "interval", interval)
-        self.every = check_interval(type(self).__name__, "every", every)
+        self.interval: int = positive_int(interval, "interval", owner=type(self).__name__)
+        self.every: int = positive_int(every, "every", owner=type(self).__name__)
         self.by_epoch = bool(by_epoch)
         self._attached = False
 
-    def _log_step(self, runner, batch_idx: int) -> bool:
+    def _log_step(self, runner: Runner, batch_idx: int) -> bool:
         return log_window(runner, batch_idx, self.interval, self.by_epoch) is not None
 
-    def _sampled(self, runner, batch_idx: int) -> bool:
+    def _sampled(self, runner: Runner, batch_idx: int) -> bool:
         """Whether this iteration is recorded: every ``every``-th one, and each log step's."""
         return self.every == 1 or (runner.iter + 1) % self.every == 0 or self._log_step(runner, batch_idx)
 
 
 class _Gate:
-    """Mixin for an inspect tool: its hooks do nothing while ``recording`` is false.
+    """The switch of a gated inspect tool: its hooks do nothing while ``recording`` is false.
 
-    The tool's per-layer or per-parameter recorder (``_recorder(name)``) is
-    wrapped at registration, so pausing costs one attribute check per hook call.
+    The tool wraps its per-layer or per-parameter recorder (``_recorder(name)``)
+    with :meth:`wrap` at registration, so pausing costs one attribute check per hook call.
     """
 
     recording = True
 
-    def _recorder(self, name: str):
-        record = super()._recorder(name)
-
+    def wrap(self, record: Callable[..., None]) -> Callable[..., None]:
         def gated(*args: Any) -> None:
             if self.recording:
                 record(*args)
@@ -103,6 +106,9 @@ class _Gate:
 
 class _GatedGradientMonitor(_Gate, GradientMonitor):
     """A GradientMonitor whose steps are only the backward passes made while ``recording``."""
+
+    def _recorder(self, name: str) -> Callable[[torch.Tensor], None]:
+        return self.wrap(super()._recorder(name))
 
 
 # -- gradients ---------------------------------------------------------------------------------------
@@ -224,7 +230,7 @@ class GradientMonitorHook(_IntervalHook):
         self.vanish, self.explode = float(vanish), float(explode)
         self.layers = list(layers) if layers is not None else None
         self.top = top
-        self.monitor: GradientMonitor | None = None
+        self.monitor: _GatedGradientMonitor | None = None
         self._scaler: Any = None
         self._scale = 1.0
         self._window_step = 0  # the monitor's first step since the previous log step
@@ -236,7 +242,7 @@ class GradientMonitorHook(_IntervalHook):
                 f"explode={self.explode:g})")
 
     # -- attach / detach -------------------------------------------------------------------------
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         if not runner.is_main_process:
             return
         model = runner.model
@@ -250,53 +256,59 @@ class GradientMonitorHook(_IntervalHook):
         self._marks, self._mark_iters = [], []
         self._attached = True
 
-    def after_train(self, runner) -> None:
+    def after_train(self, runner: Runner) -> None:
         self._detach(runner)
 
-    def on_exception(self, runner, exception: BaseException) -> None:
+    def on_exception(self, runner: Runner, exception: BaseException) -> None:
         self._detach(runner)
 
-    def _detach(self, runner) -> None:
-        if not self._attached:
+    def _live(self) -> _GatedGradientMonitor | None:
+        """The monitor while it is attached (training, on the main process), else None."""
+        return self.monitor if self._attached else None
+
+    def _detach(self, runner: Runner) -> None:
+        monitor = self._live()
+        if monitor is None:
             return
         self._attached = False
         try:  # alerts of the iterations since the last log step
-            self._warn(runner, self._new_alerts())
+            self._warn(runner, monitor, self._new_alerts(monitor))
         finally:
-            self.monitor.remove()
+            monitor.remove()
 
     # -- per iteration: host-side bookkeeping only ----------------------------------------------------
-    def before_train_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
-        if not self._attached:
+    def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
+        monitor = self._live()
+        if monitor is None:
             return
-        self._marks.append(self.monitor.step)
+        self._marks.append(monitor.step)
         self._mark_iters.append(runner.iter + 1)
         if self.every > 1:
-            self.monitor.recording = self._sampled(runner, batch_idx)
+            monitor.recording = self._sampled(runner, batch_idx)
         if self._scaler is not None and self._log_step(runner, batch_idx):
             self._scale = float(self._scaler.get_scale())  # the scale this backward uses
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
-        if self._attached and self._log_step(runner, batch_idx):
-            self._log(runner, runner.iter + 1)
+        monitor = self._live()
+        if monitor is not None and self._log_step(runner, batch_idx):
+            self._log(runner, monitor, runner.iter + 1)
 
     # -- log steps -----------------------------------------------------------------------------
     def _iteration_of(self, step: int) -> int:
         at = bisect.bisect_right(self._marks, step) - 1
         return self._mark_iters[max(at, 0)] if self._mark_iters else step
 
-    def _new_alerts(self) -> list[tuple[int, str, str]]:
+    def _new_alerts(self, monitor: GradientMonitor) -> list[tuple[int, str, str]]:
         """``(iteration, parameter, kind)`` of the alerts since the previous log step."""
         start = self._window_step
-        return [(self._iteration_of(step), name, kind) for step, name, kind in self.monitor.alerts
+        return [(self._iteration_of(step), name, kind) for step, name, kind in monitor.alerts
                 if step >= start]
 
-    def _log(self, runner, iteration: int) -> None:
-        monitor = self.monitor
+    def _log(self, runner: Runner, monitor: GradientMonitor, iteration: int) -> None:
         start = self._window_step
         stats = {n: s for n, s in monitor.report().items() if s["step"] >= start}
-        alerts = self._new_alerts()
+        alerts = self._new_alerts(monitor)
         scale = self._scale if self._scaler is not None else 1.0
         norms = {name: s["norm"] / scale for name, s in stats.items()}
         if self._scaler is not None:
@@ -310,7 +322,7 @@ class GradientMonitorHook(_IntervalHook):
         total = math.sqrt(sum(v * v for v in norms.values()))
         if norms:
             runner.logger.info("gradients at iter %d: %s", iteration, self._summary(total, norms))
-        self._warn(runner, alerts)
+        self._warn(runner, monitor, alerts)
         counts = {kind: sum(1 for a in alerts if a[2] == kind) for kind in ALERT_KINDS}
         writer = tensorboard_writer(runner)
         if writer is not None:
@@ -333,9 +345,10 @@ class GradientMonitorHook(_IntervalHook):
             parts.append(f"smallest: {_listing(ordered[-self.top:])}")
         return "  ".join(parts)
 
-    def _warn(self, runner, alerts: list[tuple[int, str, str]]) -> None:
+    def _warn(self, runner: Runner, monitor: GradientMonitor,
+              alerts: list[tuple[int, str, str]]) -> None:
         """One warning per alert kind, naming each parameter (in model order) and its iterations."""
-        order = {name: i for i, name in enumerate(self.monitor.names)}
+        order = {name: i for i, name in enumerate(monitor.names)}
         for kind in ALERT_KINDS:
             by_name: dict[str, list[int]] = {}
             for iteration, name, alert_kind in alerts:

@@ -15,13 +15,17 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from hookline.core import ConfigError, HookHandle
+from hookline.core import HookHandle
+from hookline.engine.checks import positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 
 class InvalidLossError(RuntimeError):
@@ -46,7 +50,7 @@ class InvalidLossError(RuntimeError):
             f"{iteration}, e.g. with a lower learning rate or gradient clipping "
             "(OptimizerHook(grad_clip={'max_norm': 1.0}))")
 
-    def __reduce__(self):  # picklable across processes
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable across processes
         return (type(self), (self.iteration, self.value, self.interval))
 
 
@@ -79,16 +83,14 @@ class CheckInvalidLossHook(Hook):
     priority = "HIGH"
 
     def __init__(self, interval: int = 1) -> None:
-        if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
-            raise ConfigError(f"CheckInvalidLossHook interval must be an int >= 1, got {interval!r}")
-        self.interval = interval
+        self.interval: int = positive_int(interval, "interval", owner="CheckInvalidLossHook")
         self._losses: torch.Tensor | None = None  # the unread losses, on the loss's device
         self._count = 0                           # how many of them are unread
         self._first_iter = 0                      # runner.iter of the first unread one
-        self._runner: Any = None
+        self._runner: Runner | None = None
         self._handle: HookHandle | None = None    # on optim_wrapper.before_update
 
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         self._count = 0
         self._runner = runner
         if self._handle is not None:  # a run of this Runner that ended with an error
@@ -97,14 +99,16 @@ class CheckInvalidLossHook(Hook):
         self._handle = event.register(self._before_update) if event is not None else None
 
     def _before_update(self, loss: Any) -> None:
-        self._watch(self._runner, loss)
+        runner = self._runner
+        assert runner is not None  # set in before_train, which registers this callback
+        self._watch(runner, loss)
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         if self._handle is None:  # not attached to an optimizer wrapper
             self._watch(runner, None if outputs is None else outputs.get("loss"))
 
-    def _watch(self, runner: Any, loss: Any) -> None:
+    def _watch(self, runner: Runner, loss: Any) -> None:
         if isinstance(loss, torch.Tensor):
             self._keep(runner, loss.detach())
         elif isinstance(loss, (int, float)) and not math.isfinite(loss):
@@ -113,7 +117,7 @@ class CheckInvalidLossHook(Hook):
                             or self.is_last_train_iter(runner)):
             self.check()
 
-    def _keep(self, runner, loss: torch.Tensor) -> None:
+    def _keep(self, runner: Runner, loss: torch.Tensor) -> None:
         # a sum is NaN or infinite when any element is: one value per iteration
         value = loss.reshape(()) if loss.numel() == 1 else loss.sum()
         buffer = self._losses
@@ -122,15 +126,17 @@ class CheckInvalidLossHook(Hook):
             if buffer is None or buffer.device != value.device or buffer.dtype != value.dtype:
                 buffer = torch.empty(min(self.interval, 256), dtype=value.dtype,
                                      device=value.device)
-        elif self._count == len(buffer):  # grows only as far as iterations actually run
-            buffer = torch.cat([buffer, torch.empty_like(buffer)])
+        else:
+            assert buffer is not None  # it holds the unread losses
+            if self._count == len(buffer):  # grows only as far as iterations actually run
+                buffer = torch.cat([buffer, torch.empty_like(buffer)])
         buffer[self._count] = value  # one device copy; no sync
         self._losses = buffer
         self._count += 1
 
     def check(self) -> None:
         """Read the unread losses (one sync); raise :class:`InvalidLossError` if one was bad."""
-        if not self._count:
+        if not self._count or self._losses is None:  # a count > 0 has its losses kept
             return
         losses, self._count = self._losses[:self._count], 0
         finite = torch.isfinite(losses)
@@ -140,10 +146,10 @@ class CheckInvalidLossHook(Hook):
         raise InvalidLossError(self._first_iter + index + 1, float(losses[index]),
                                self.interval)
 
-    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+    def before_save_checkpoint(self, runner: Runner, checkpoint: dict) -> None:
         self.check()
 
-    def after_train(self, runner) -> None:
+    def after_train(self, runner: Runner) -> None:
         if self._handle is not None:
             self._handle.remove()
             self._handle = None

@@ -10,10 +10,13 @@ Example::
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 
 @HOOKS.register()
@@ -40,14 +43,14 @@ class IterTimerHook(Hook):
     def __init__(self) -> None:
         self._last = time.perf_counter()
 
-    def _before_epoch(self, runner, mode: str = "train") -> None:
+    def _before_epoch(self, runner: Runner, mode: str = "train") -> None:
         self._last = time.perf_counter()
 
-    def _before_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def _before_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                      mode: str = "train") -> None:
         runner.message_hub.update(f"{mode}/data_time", time.perf_counter() - self._last)
 
-    def _after_iter(self, runner, batch_idx: int, data_batch: Any = None, outputs: Any = None,
+    def _after_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None, outputs: Any = None,
                     mode: str = "train") -> None:
         now = time.perf_counter()
         runner.message_hub.update(f"{mode}/time", now - self._last)

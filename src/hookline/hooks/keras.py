@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from hookline.engine.hook import STAGES, Hook
 from hookline.engine.registries import HOOKS
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 
 class _Mean:
@@ -225,7 +228,8 @@ class KerasCallback(Hook):
 
     # -- which stages ----------------------------------------------------------------
     def _overridden(self) -> frozenset[str]:
-        return _overridden(type(self))
+        cls: type = type(self)  # as a plain class object: mypy takes type[KerasCallback] for unhashable
+        return _overridden(cls)
 
     def triggered_stages(self) -> list[str]:
         """The stages the overridden Keras methods need, in run order."""
@@ -261,24 +265,24 @@ class KerasCallback(Hook):
         return getattr(self, attr)
 
     # -- training stages -----------------------------------------------------------------
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         self.runner = runner
         self.on_train_begin(Logs())
 
-    def after_train(self, runner) -> None:
+    def after_train(self, runner: Runner) -> None:
         self.runner = runner
         self._flush_epoch()
         self.on_train_end(self._last_logs if self._last_logs is not None else Logs())
 
-    def before_train_epoch(self, runner) -> None:
+    def before_train_epoch(self, runner: Runner) -> None:
         self.runner = runner
         self.on_epoch_begin(runner.epoch, Logs())
 
-    def before_train_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
+    def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         self.runner = runner
         self._method("on_train_batch_begin")(batch_idx, Logs())
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         self.runner = runner
         means = self._means("train")
@@ -286,7 +290,7 @@ class KerasCallback(Hook):
         if "on_train_batch_end" in self._overridden():
             self._method("on_train_batch_end")(batch_idx, means.logs())
 
-    def after_train_epoch(self, runner) -> None:
+    def after_train_epoch(self, runner: Runner) -> None:
         self.runner = runner
         self._flush_epoch()
         logs = self._means("train").logs()
@@ -296,7 +300,9 @@ class KerasCallback(Hook):
                 logs[f"val_{key}"] = value
             self._end_epoch(0, logs)
             return
-        if runner.train_loop.val_due_after_epoch(runner.epoch + 1):
+        loop = runner.train_loop
+        assert loop is not None  # after_train_epoch runs inside the training loop
+        if loop.val_due_after_epoch(runner.epoch + 1):
             self._pending = (runner.epoch, logs)  # the loop validates next: report after it
         else:
             self._end_epoch(runner.epoch, logs)
@@ -313,46 +319,46 @@ class KerasCallback(Hook):
             self._end_epoch(epoch, logs)
 
     # -- validation / test stages ------------------------------------------------------------
-    def _test_begin(self, runner) -> None:
+    def _test_begin(self, runner: Runner) -> None:
         self.runner = runner
         self._test_means = _Means()
         if "on_test_begin" in self._overridden():
             self.on_test_begin(Logs())
 
-    def _test_batch_end(self, runner, batch_idx: int, outputs: Any) -> None:
+    def _test_batch_end(self, runner: Runner, batch_idx: int, outputs: Any) -> None:
         self.runner = runner
         means = self._means("test")
         means.add(outputs)
         self.on_test_batch_end(batch_idx, means.logs())
 
-    def _test_end(self, runner, metrics: Mapping[str, float] | None) -> None:
+    def _test_end(self, runner: Runner, metrics: Mapping[str, float] | None) -> None:
         self.runner = runner
         if "on_test_end" in self._overridden():
             self.on_test_end(Logs(metrics))
 
-    def before_val(self, runner) -> None:
+    def before_val(self, runner: Runner) -> None:
         self._test_begin(runner)
 
-    def before_test(self, runner) -> None:
+    def before_test(self, runner: Runner) -> None:
         self._test_begin(runner)
 
-    def before_val_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
+    def before_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         self.runner = runner
         self.on_test_batch_begin(batch_idx, Logs())
 
-    def before_test_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
+    def before_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         self.runner = runner
         self.on_test_batch_begin(batch_idx, Logs())
 
-    def after_val_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                        outputs: Any = None) -> None:
         self._test_batch_end(runner, batch_idx, outputs)
 
-    def after_test_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                         outputs: Any = None) -> None:
         self._test_batch_end(runner, batch_idx, outputs)
 
-    def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._test_end(runner, metrics)
         if self._pending is not None:
             (epoch, logs), self._pending = self._pending, None
@@ -360,5 +366,5 @@ class KerasCallback(Hook):
                 logs[f"val_{key}"] = value
             self._end_epoch(epoch, logs)
 
-    def after_test_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._test_end(runner, metrics)

@@ -27,27 +27,24 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from hookline.core import ConfigError
+from hookline.engine.checks import positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 #: where LoggerHook publishes its latest training record (ProgressBarHook shows it)
 LAST_RECORD_KEY = "log_record"
 _LAST = ("time", "data_time")
 
 
-def check_interval(owner: str, name: str, value: Any) -> int:
-    """``value`` when it is an int >= 1, else a :class:`ConfigError` naming ``owner.name``."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"{owner} {name} must be an int >= 1, got {value!r}")
-    return value
-
-
-def log_window(runner, batch_idx: int, interval: int, by_epoch: bool = True,
+def log_window(runner: Runner, batch_idx: int, interval: int, by_epoch: bool = True,
                ignore_last: bool = False) -> int | None:
     """How many iterations to average over if this training iteration is a log step, else None.
 
@@ -77,7 +74,7 @@ def _order(name: str) -> tuple[int, str]:
     return (1 if "loss" in name else 2, "")
 
 
-def collect_scalars(runner, mode: str = "train", count: int | None = None) -> dict[str, float]:
+def collect_scalars(runner: Runner, mode: str = "train", count: int | None = None) -> dict[str, float]:
     """The smoothed scalars of one log step: the mean of the last ``count``
     values of each ``{mode}/<name>`` key of ``runner.message_hub``.
 
@@ -101,7 +98,7 @@ def collect_scalars(runner, mode: str = "train", count: int | None = None) -> di
     return {name: hub.mean(prefix + name, count) for name in names}
 
 
-def current_lrs(runner) -> dict[str, float]:
+def current_lrs(runner: Runner) -> dict[str, float]:
     """``{"lr": ...}`` of the first parameter group, plus ``lr_groupN`` for groups that differ."""
     optimizer = getattr(runner, "optimizer", None)
     if optimizer is None:
@@ -114,9 +111,11 @@ def current_lrs(runner) -> dict[str, float]:
     return lrs
 
 
-def total_train_iters(runner) -> int:
+def total_train_iters(runner: Runner) -> int:
     """Training iterations of the whole run."""
-    return int(runner.max_iters)
+    max_iters = runner.max_iters
+    assert max_iters is not None  # asked while training, when the run has a training loop
+    return int(max_iters)
 
 
 def _fmt(value: Any) -> str:
@@ -169,7 +168,7 @@ class LoggerHook(Hook):
 
     def __init__(self, interval: int = 10, by_epoch: bool = True, ignore_last: bool = False,
                  out_file: str | None = "metrics.jsonl") -> None:
-        self.interval = check_interval("LoggerHook", "interval", interval)
+        self.interval: int = positive_int(interval, "interval", owner="LoggerHook")
         if out_file is not None and (not isinstance(out_file, str) or not out_file
                                      or Path(out_file).name != out_file):
             raise ConfigError(f"LoggerHook out_file must be a file name inside work_dir "
@@ -184,10 +183,10 @@ class LoggerHook(Hook):
         return f"LoggerHook(interval={self.interval}, by_epoch={self.by_epoch})"
 
     # -- files --------------------------------------------------------------------
-    def before_run(self, runner) -> None:
+    def before_run(self, runner: Runner) -> None:
         runner.message_hub.window = max(runner.message_hub.window, self.interval)
 
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         self._start = (time.perf_counter(), runner.iter)
         if runner.iter > 0 and runner.is_main_process and self.out_file is not None:
             dropped = trim_records(runner.work_dir / self.out_file, runner.iter)
@@ -195,10 +194,10 @@ class LoggerHook(Hook):
                 runner.logger.info("%s: dropped %d record(s) written after iteration %d by "
                                    "the interrupted run", self.out_file, dropped, runner.iter)
 
-    def after_run(self, runner) -> None:
+    def after_run(self, runner: Runner) -> None:
         self._close()
 
-    def on_exception(self, runner, exception: BaseException) -> None:
+    def on_exception(self, runner: Runner, exception: BaseException) -> None:
         self._close()
 
     def _close(self) -> None:
@@ -206,7 +205,7 @@ class LoggerHook(Hook):
             self._stream.close()
             self._stream = None
 
-    def _write(self, runner, record: dict) -> None:
+    def _write(self, runner: Runner, record: dict) -> None:
         if not runner.is_main_process or self.out_file is None:
             return
         if self._stream is None:
@@ -216,7 +215,7 @@ class LoggerHook(Hook):
         self._stream.flush()
 
     # -- training -----------------------------------------------------------------
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         count = log_window(runner, batch_idx, self.interval, self.by_epoch, self.ignore_last)
         if count is None:
@@ -246,7 +245,7 @@ class LoggerHook(Hook):
         runner.logger.info("  ".join(parts))
         self._write(runner, record)
 
-    def _eta(self, runner) -> str | None:
+    def _eta(self, runner: Runner) -> str | None:
         if self._start is None:
             return None
         started, first_iter = self._start
@@ -258,7 +257,7 @@ class LoggerHook(Hook):
         return str(datetime.timedelta(seconds=int(seconds)))
 
     @staticmethod
-    def _memory_mb(runner) -> int | None:
+    def _memory_mb(runner: Runner) -> int | None:
         """Peak CUDA memory since the previous log step, in MiB (host counters: no sync)."""
         device = getattr(runner, "device", None)
         if device is None or device.type != "cuda":
@@ -268,19 +267,21 @@ class LoggerHook(Hook):
         return int(peak // 2**20)
 
     # -- evaluation -----------------------------------------------------------------
-    def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._log_metrics(runner, "val", metrics or {})
 
-    def after_test_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._log_metrics(runner, "test", metrics or {})
 
-    def _log_metrics(self, runner, mode: str, metrics: dict[str, float]) -> None:
+    def _log_metrics(self, runner: Runner, mode: str, metrics: dict[str, float]) -> None:
         loader = getattr(runner, f"{mode}_dataloader", None)
-        try:
-            batches = len(loader)
-            progress = f"[{batches}/{batches}]"
-        except TypeError:
-            progress = ""
+        progress = ""
+        if loader is not None:
+            try:
+                batches = len(loader)
+                progress = f"[{batches}/{batches}]"
+            except TypeError:  # an iterable without a length
+                pass
         if runner.by_epoch and runner.epoch > 0:
             where = f"Epoch({mode}) [{runner.epoch}]{progress}"
         else:

@@ -14,15 +14,19 @@ trains with the lr after ``i`` steps. The state goes into checkpoints.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.optim import lr_scheduler as ts
 from torch.optim.lr_scheduler import LRScheduler
 
 from hookline.core import ConfigError
+from hookline.engine.checks import positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS, PARAM_SCHEDULERS
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 _REQUIRED = object()
 
@@ -87,8 +91,8 @@ def _check_warmup(warmup: Any, warmup_iters: Any, warmup_ratio: Any) -> None:
             raise ConfigError(f"warmup_ratio must be in (0, 1], got {warmup_ratio!r}")
 
 
-def _lengths(runner, by_epoch: bool, kind: str) -> tuple[int, int]:
-    """(iterations per epoch, the policy's length in its own unit)."""
+def _lengths(runner: Runner, by_epoch: bool, kind: str) -> tuple[int, int | None]:
+    """(iterations per epoch, the policy's length in its own unit: None without a training loop)."""
     length = len(runner.train_dataloader)
     total_iters = runner.max_iters
     if by_epoch and not runner.by_epoch:
@@ -120,14 +124,12 @@ class PolyLR(LRScheduler):
 
     def __init__(self, optimizer: torch.optim.Optimizer, total_iters: int = 5, power: float = 1.0,
                  eta_min: float = 0.0, last_epoch: int = -1) -> None:
-        if not isinstance(total_iters, int) or total_iters < 1:
-            raise ConfigError(f"PolyLR total_iters must be an int >= 1, got {total_iters!r}")
-        self.total_iters = total_iters
+        self.total_iters: int = positive_int(total_iters, "total_iters", owner="PolyLR")
         self.power = power
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list[float | torch.Tensor]:
         t = self.last_epoch
         if t == 0 or t > self.total_iters:
             return [group["lr"] for group in self.optimizer.param_groups]
@@ -162,14 +164,11 @@ class ExponentialWarmupLR(LRScheduler):
         if not 0 < start_factor <= 1:
             raise ConfigError(f"ExponentialWarmupLR start_factor must be in (0, 1], got "
                               f"{start_factor!r}")
-        if not isinstance(total_iters, int) or total_iters < 1:
-            raise ConfigError(f"ExponentialWarmupLR total_iters must be an int >= 1, got "
-                              f"{total_iters!r}")
         self.start_factor = start_factor
-        self.total_iters = total_iters
+        self.total_iters: int = positive_int(total_iters, "total_iters", owner="ExponentialWarmupLR")
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list[float | torch.Tensor]:
         t = self.last_epoch
         if t == 0:
             return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
@@ -256,7 +255,7 @@ class LrUpdaterHook(_UpdaterBase):
         self._pending: dict | None = None
 
     # -- building ---------------------------------------------------------------------------
-    def before_run(self, runner) -> None:
+    def before_run(self, runner: Runner) -> None:
         """Build the schedulers before a checkpoint is resumed, so their state is restored."""
         if self.schedulers is None and runner.optimizer is not None \
                 and runner.train_dataloader is not None:
@@ -264,14 +263,14 @@ class LrUpdaterHook(_UpdaterBase):
             if self._pending is not None:
                 self.load_state_dict(self._pending)
 
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         if self.schedulers is None:
             raise ConfigError("LrUpdaterHook needs an optimizer: pass optimizer= to the Runner")
         if runner.param_schedulers:
             runner.logger.warning("LrUpdaterHook sets the learning rate itself: the Runner's "
                                   "param_scheduler is overridden every step; use one or the other")
 
-    def build(self, optimizer: torch.optim.Optimizer, runner) -> list[tuple[Any, bool]]:
+    def build(self, optimizer: torch.optim.Optimizer, runner: Runner) -> list[tuple[Any, bool]]:
         """Build the torch schedulers for ``runner``'s length and set the first lr.
 
         Each scheduler runs alone, exactly as torch computes it, on a private
@@ -298,9 +297,16 @@ class LrUpdaterHook(_UpdaterBase):
         self._apply(optimizer)
         return self.schedulers
 
-    def _policy(self, shadow: torch.optim.Optimizer, total: int,
+    def _policy(self, shadow: torch.optim.Optimizer, total: int | None,
                 optimizer: torch.optim.Optimizer) -> Any:
         a, policy = self.args, self.policy
+
+        def length() -> int:
+            if total is None:
+                raise ConfigError(f"LrUpdaterHook policy {policy!r} needs the run's length: give "
+                                  "the Runner max_epochs or max_iters")
+            return total
+
         if policy == "step":
             if isinstance(a["step"], int):
                 return ts.StepLR(shadow, a["step"], a["gamma"])
@@ -309,16 +315,16 @@ class LrUpdaterHook(_UpdaterBase):
             return ts.ExponentialLR(shadow, a["gamma"])
         if policy == "poly":
             if not a["min_lr"]:
-                return ts.PolynomialLR(shadow, total, a["power"])
-            return PolyLR(shadow, total, a["power"], a["min_lr"])
+                return ts.PolynomialLR(shadow, length(), a["power"])
+            return PolyLR(shadow, length(), a["power"], a["min_lr"])
         if policy == "cosine":
-            return ts.CosineAnnealingLR(shadow, total, self._eta_min())
+            return ts.CosineAnnealingLR(shadow, length(), self._eta_min())
         if policy == "linear":
             end = a["min_lr_ratio"] if a["min_lr_ratio"] is not None else \
                 self._eta_min() / self._single_lr("min_lr")
-            return ts.LinearLR(shadow, 1.0, end, total)
+            return ts.LinearLR(shadow, 1.0, end, length())
         return ts.OneCycleLR(
-            shadow, a["max_lr"], total_steps=a["total_steps"] or total,
+            shadow, a["max_lr"], total_steps=a["total_steps"] or length(),
             pct_start=a["pct_start"], anneal_strategy=a["anneal_strategy"],
             div_factor=a["div_factor"], final_div_factor=a["final_div_factor"],
             three_phase=a["three_phase"], cycle_momentum=False)
@@ -348,18 +354,20 @@ class LrUpdaterHook(_UpdaterBase):
             group["lr"] = lr
 
     # -- stepping ----------------------------------------------------------------------------
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
-        for scheduler, per_epoch in self.schedulers:
-            if not per_epoch:
-                scheduler.step()
-        self._apply(runner.optimizer)
+        self._step(runner, per_epoch=False)
 
-    def after_train_epoch(self, runner) -> None:
-        if not runner.by_epoch:
-            return
-        for scheduler, per_epoch in self.schedulers:
-            if per_epoch:
+    def after_train_epoch(self, runner: Runner) -> None:
+        if runner.by_epoch:
+            self._step(runner, per_epoch=True)
+
+    def _step(self, runner: Runner, per_epoch: bool) -> None:
+        """Step the schedulers that count iterations (or epochs), then set the lr."""
+        # before_run built them (before_train checked), from this optimizer
+        assert self.schedulers is not None and runner.optimizer is not None
+        for scheduler, by_epoch in self.schedulers:
+            if by_epoch == per_epoch:
                 scheduler.step()
         self._apply(runner.optimizer)
 

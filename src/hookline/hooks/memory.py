@@ -9,12 +9,15 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from hookline.engine.hook import _GENERIC, STAGES, Hook
 from hookline.engine.registries import HOOKS
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 
 def empty_cuda_cache() -> bool:
@@ -73,13 +76,13 @@ class EmptyCacheHook(Hook):
         if empty_cuda_cache():
             self.calls += 1
 
-    def _before_epoch(self, runner, mode: str = "train") -> None:
+    def _before_epoch(self, runner: Runner, mode: str = "train") -> None:
         self._empty()
 
-    def _after_epoch(self, runner, mode: str = "train") -> None:
+    def _after_epoch(self, runner: Runner, mode: str = "train") -> None:
         self._empty()
 
-    def _after_iter(self, runner, batch_idx: int, data_batch: Any = None, outputs: Any = None,
+    def _after_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None, outputs: Any = None,
                     mode: str = "train") -> None:
         self._empty()
 

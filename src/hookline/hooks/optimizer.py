@@ -27,7 +27,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookline.core import ConfigError
 from hookline.engine.amp_optim_wrapper import check_loss_scale
@@ -35,6 +35,9 @@ from hookline.engine.checks import positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.optim_wrapper import check_clip_grad
 from hookline.engine.registries import HOOKS, OPTIM_WRAPPERS
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 
 @HOOKS.register()
@@ -82,7 +85,7 @@ class OptimizerHook(Hook):
             cfg["loss_scale"] = self.loss_scale
         return cfg
 
-    def before_run(self, runner: Any) -> None:
+    def before_run(self, runner: Runner) -> None:
         """Replace the run's plain wrapper with the one this hook describes."""
         current = runner.optim_wrapper
         if current is None:

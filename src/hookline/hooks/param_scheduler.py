@@ -16,7 +16,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
@@ -25,6 +25,9 @@ from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
 from .lr_updater import MOMENTUM_POLICIES, LrUpdaterHook, _anneal, _lengths, _UpdaterBase
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 
 @HOOKS.register()
@@ -56,10 +59,10 @@ class ParamSchedulerHook(Hook):
         self._epoch_length: int | None = None
         self._training = False
 
-    def before_run(self, runner) -> None:
+    def before_run(self, runner: Runner) -> None:
         self._training = False
 
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         self._per_iter = [s for s, by_epoch in runner.param_schedulers
                           if not by_epoch and not isinstance(s, ReduceLROnPlateau)]
         self._per_epoch = [s for s, by_epoch in runner.param_schedulers
@@ -72,7 +75,7 @@ class ParamSchedulerHook(Hook):
             runner.logger.warning("ReduceLROnPlateau steps after validation, but this run has "
                                   "no val_dataloader (nor EvalHook): it will never step")
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         wrapper = runner.optim_wrapper
         if wrapper is None or wrapper.should_step_schedulers():  # once per optimizer step
@@ -82,12 +85,12 @@ class ParamSchedulerHook(Hook):
             for scheduler in self._per_epoch:
                 scheduler.step()
 
-    def after_train_epoch(self, runner) -> None:
+    def after_train_epoch(self, runner: Runner) -> None:
         if self._epoch_length is None:
             for scheduler in self._per_epoch:
                 scheduler.step()
 
-    def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         if not self._training:
             return
         for scheduler in self._plateau:
@@ -133,11 +136,11 @@ class MomentumUpdaterHook(_UpdaterBase):
                          warmup_iters, warmup_ratio, warmup_by_epoch, policy_args)
         self.base_momentum: list[float] | None = None
 
-    def before_run(self, runner) -> None:
+    def before_run(self, runner: Runner) -> None:
         if self.base_momentum is None and runner.optimizer is not None:
             self.base_momentum = [self._get(g) for g in runner.optimizer.param_groups]
 
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         if runner.optimizer is None:
             raise ConfigError("MomentumUpdaterHook needs an optimizer")
         group = runner.optimizer.param_groups[0]
@@ -154,7 +157,7 @@ class MomentumUpdaterHook(_UpdaterBase):
             return float(group["momentum"])
         return float(group["betas"][0]) if "betas" in group else 0.0
 
-    def before_train_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
+    def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         for group, value in zip(runner.optimizer.param_groups, self.momenta(runner.epoch, runner.iter)):
             if "momentum" in group:
                 group["momentum"] = value

@@ -14,14 +14,18 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.profiler import ProfilerActivity
 
 from hookline.core import ConfigError
+from hookline.engine.checks import positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 _ACTIVITIES = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
 # torch >= 2.4 calls it "device" time; older versions only have the "cuda" name
@@ -99,7 +103,7 @@ class ProfilerHook(Hook):
                  out_dir: str | Path | None = None, row_limit: int = 10) -> None:
         self.wait = _count("wait", wait, 0)
         self.warmup = _count("warmup", warmup, 0)
-        self.active = _count("active", active, 1)
+        self.active: int = positive_int(active, "active", owner="ProfilerHook")
         self.repeat = _count("repeat", repeat, 0)
         self.skip_first = _count("skip_first", skip_first, 0)
         self.row_limit = _count("row_limit", row_limit, 0)
@@ -123,14 +127,14 @@ class ProfilerHook(Hook):
         """The iterations (1-based, counted from the start of this ``train()``) that are
         recorded; with ``repeat=0`` the first three cycles are listed."""
         cycle = self.wait + self.warmup + self.active
-        iters = []
+        iters: list[int] = []
         for n in range(self.repeat or 3):
             first = self.skip_first + n * cycle + self.wait + self.warmup + 1
             iters += range(first, first + self.active)
         return iters
 
     # -- stages -----------------------------------------------------------------------
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         out_dir = self.out_dir if self.out_dir is not None else runner.work_dir / "profiler"
         activities = self.activities
         if activities is None:
@@ -165,7 +169,7 @@ class ProfilerHook(Hook):
         self._steps = 0
         self.profiler.start()
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         if self.profiler is None:
             return
@@ -178,10 +182,10 @@ class ProfilerHook(Hook):
         if self.repeat and self._steps >= self.skip_first + cycle * self.repeat:
             self._stop()  # schedule done: no profiler overhead for the rest of the run
 
-    def after_train(self, runner) -> None:
+    def after_train(self, runner: Runner) -> None:
         self._stop()
 
-    def on_exception(self, runner, exception: BaseException) -> None:
+    def on_exception(self, runner: Runner, exception: BaseException) -> None:
         self._stop()
 
     def _stop(self) -> None:

@@ -13,13 +13,16 @@ Example::
 from __future__ import annotations
 
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from hookline.core import ConfigError
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
 from .logger import LAST_RECORD_KEY, total_train_iters
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 
 @HOOKS.register()
@@ -79,24 +82,24 @@ class ProgressBarHook(Hook):
         except (ValueError, OSError):  # closed stream
             return False
 
-    def _new_bar(self, runner, total: int | None, initial: int, desc: str, leave: bool) -> Any:
+    def _new_bar(self, runner: Runner, total: int | None, initial: int, desc: str, leave: bool) -> Any:
         if not runner.is_main_process or not self.shows():
             return None
         if self.file is None:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # noqa: PLC0415  (lazy: tqdm only when a bar is drawn)
         else:
-            from tqdm import tqdm
+            from tqdm import tqdm  # noqa: PLC0415  (lazy: tqdm only when a bar is drawn)
         return tqdm(total=total, initial=initial, desc=desc, unit="it", dynamic_ncols=True,
                     leave=leave, file=self.file if self.file is not None else sys.stderr)
 
     # -- training ---------------------------------------------------------------------
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         self._close()
         self._bar = self._new_bar(runner, total_train_iters(runner), runner.iter, "train",
                                   self.leave)
         self._shown = None
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         bar = self._bar
         if bar is None:
@@ -108,11 +111,11 @@ class ProgressBarHook(Hook):
             if isinstance(record.get("loss"), float):
                 bar.set_postfix(loss=f"{record['loss']:.4f}", refresh=False)
 
-    def after_train(self, runner) -> None:
+    def after_train(self, runner: Runner) -> None:
         self._close()
 
     # -- evaluation ----------------------------------------------------------------------
-    def _start_eval(self, runner, mode: str) -> None:
+    def _start_eval(self, runner: Runner, mode: str) -> None:
         if not self.eval_bars:
             return
         try:
@@ -121,20 +124,20 @@ class ProgressBarHook(Hook):
             total = None
         self._eval_bar = self._new_bar(runner, total, 0, mode, False)
 
-    def before_val_epoch(self, runner) -> None:
+    def before_val_epoch(self, runner: Runner) -> None:
         self._start_eval(runner, "val")
 
-    def before_test_epoch(self, runner) -> None:
+    def before_test_epoch(self, runner: Runner) -> None:
         self._start_eval(runner, "test")
 
-    def _eval_step(self, runner, batch_idx: int, data_batch: Any = None,
+    def _eval_step(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                    outputs: Any = None) -> None:
         if self._eval_bar is not None:
             self._eval_bar.update(1)
 
     after_val_iter = after_test_iter = _eval_step
 
-    def _end_eval(self, runner, metrics: dict | None = None) -> None:
+    def _end_eval(self, runner: Runner, metrics: dict | None = None) -> None:
         if self._eval_bar is not None:
             self._eval_bar.close()
             self._eval_bar = None
@@ -142,10 +145,10 @@ class ProgressBarHook(Hook):
     after_val_epoch = after_test_epoch = _end_eval
 
     # -- end ------------------------------------------------------------------------------
-    def on_exception(self, runner, exception: BaseException) -> None:
+    def on_exception(self, runner: Runner, exception: BaseException) -> None:
         self._close()
 
-    def after_run(self, runner) -> None:
+    def after_run(self, runner: Runner) -> None:
         self._close()
 
     def _close(self) -> None:

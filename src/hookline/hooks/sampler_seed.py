@@ -9,9 +9,14 @@ Example::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hookline.engine.data import set_epoch
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 
 @HOOKS.register()
@@ -23,6 +28,6 @@ class DistSamplerSeedHook(Hook):
 
     priority = "NORMAL"
 
-    def before_train_epoch(self, runner) -> None:
+    def before_train_epoch(self, runner: Runner) -> None:
         if runner.by_epoch:
             set_epoch(runner.train_dataloader, runner.epoch)

@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
@@ -25,6 +26,9 @@ import torch.distributed as dist
 from hookline.engine import distributed
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 
 def sync_buffers(module: torch.nn.Module) -> int:
@@ -80,7 +84,7 @@ class SyncBuffersHook(Hook):
         #: how many times buffers were averaged
         self.syncs = 0
 
-    def _sync(self, runner) -> None:
+    def _sync(self, runner: Runner) -> None:
         if distributed.get_world_size() <= 1:
             return
         if self._synced_at == runner.iter:  # no training since the last sync
@@ -89,15 +93,15 @@ class SyncBuffersHook(Hook):
         self._synced_at = runner.iter
         self.syncs += 1
 
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         self._synced_at = None
 
-    def after_train_epoch(self, runner) -> None:
+    def after_train_epoch(self, runner: Runner) -> None:
         if runner.by_epoch:
             self._sync(runner)
 
-    def before_val_epoch(self, runner) -> None:
+    def before_val_epoch(self, runner: Runner) -> None:
         self._sync(runner)
 
-    def before_test_epoch(self, runner) -> None:
+    def before_test_epoch(self, runner: Runner) -> None:
         self._sync(runner)

@@ -16,16 +16,21 @@ computed after; ``params/<name>`` and ``grads/<name>`` histograms.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from hookline.core import ConfigError
+from hookline.engine.checks import positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
-from .logger import check_interval, collect_scalars, current_lrs, log_window
+from .logger import collect_scalars, current_lrs, log_window
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
 
 
 @HOOKS.register()
@@ -67,9 +72,9 @@ class TensorboardLoggerHook(Hook):
     def __init__(self, interval: int = 10, log_dir: str | Path | None = None,
                  by_epoch: bool = True, histograms: bool = False,
                  histogram_interval: int | None = None) -> None:
-        self.interval = check_interval("TensorboardLoggerHook", "interval", interval)
-        if histogram_interval is not None:
-            check_interval("TensorboardLoggerHook", "histogram_interval", histogram_interval)
+        self.interval: int = positive_int(interval, "interval", owner="TensorboardLoggerHook")
+        positive_int(histogram_interval, "histogram_interval", owner="TensorboardLoggerHook",
+                     allow_none=True)
         if log_dir is not None and not isinstance(log_dir, (str, Path)):
             raise ConfigError(f"TensorboardLoggerHook log_dir must be a path or None, got {log_dir!r}")
         self.log_dir = Path(log_dir) if log_dir is not None else None
@@ -85,9 +90,9 @@ class TensorboardLoggerHook(Hook):
         return f"TensorboardLoggerHook(interval={self.interval}, histograms={self.histograms})"
 
     # -- writer -----------------------------------------------------------------------
-    def _writer(self, runner) -> Any:
+    def _writer(self, runner: Runner) -> Any:
         if self.writer is None and runner.is_main_process:
-            from torch.utils.tensorboard import SummaryWriter
+            from torch.utils.tensorboard import SummaryWriter  # noqa: PLC0415  (lazy: tensorboard only when a writer is made)
 
             log_dir = self.log_dir if self.log_dir is not None else runner.work_dir / "tf_logs"
             log_dir.mkdir(parents=True, exist_ok=True)
@@ -95,16 +100,16 @@ class TensorboardLoggerHook(Hook):
             self.writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge)
         return self.writer
 
-    def before_run(self, runner) -> None:
+    def before_run(self, runner: Runner) -> None:
         runner.message_hub.window = max(runner.message_hub.window, self.interval)
 
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         self._writer(runner)  # after a resume: purges the steps that will run again
 
-    def after_run(self, runner) -> None:
+    def after_run(self, runner: Runner) -> None:
         self._close()
 
-    def on_exception(self, runner, exception: BaseException) -> None:
+    def on_exception(self, runner: Runner, exception: BaseException) -> None:
         self._close()
 
     def _close(self) -> None:
@@ -114,13 +119,13 @@ class TensorboardLoggerHook(Hook):
             self.writer = None
 
     # -- training ---------------------------------------------------------------------
-    def _histogram_due(self, runner) -> bool:
+    def _histogram_due(self, runner: Runner) -> bool:
         if not self.histograms or not runner.is_main_process:
             return False
         every = self.histogram_interval or len(runner.train_dataloader)
         return (runner.iter + 1) % every == 0
 
-    def before_train_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
+    def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         if not self._histogram_due(runner):
             return
         self._grads = {}
@@ -132,9 +137,10 @@ class TensorboardLoggerHook(Hook):
                 self._grad_handles.append(param.register_post_accumulate_grad_hook(
                     self._grad_recorder(name)))
 
-    def _grad_recorder(self, name: str):
+    def _grad_recorder(self, name: str) -> Callable[[torch.Tensor], None]:
         def record(param: torch.Tensor) -> None:
-            self._grads[name] = param.grad.detach().clone()
+            if param.grad is not None:  # set: the hook runs after accumulating into it
+                self._grads[name] = param.grad.detach().clone()
         return record
 
     def _remove_grad_hooks(self) -> None:
@@ -142,7 +148,7 @@ class TensorboardLoggerHook(Hook):
             handle.remove()
         self._grad_handles = []
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         step = runner.iter + 1
         if self._grad_handles:
@@ -158,7 +164,7 @@ class TensorboardLoggerHook(Hook):
         for name, value in scalars.items():
             writer.add_scalar(f"train/{name}", value, step)
 
-    def _write_histograms(self, runner, step: int) -> None:
+    def _write_histograms(self, runner: Runner, step: int) -> None:
         self._remove_grad_hooks()
         writer = self._writer(runner)
         scale = self._scale
@@ -171,13 +177,13 @@ class TensorboardLoggerHook(Hook):
         self._grads = {}
 
     # -- evaluation ---------------------------------------------------------------------
-    def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._write_metrics(runner, "val", metrics or {})
 
-    def after_test_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._write_metrics(runner, "test", metrics or {})
 
-    def _write_metrics(self, runner, mode: str, metrics: dict[str, float]) -> None:
+    def _write_metrics(self, runner: Runner, mode: str, metrics: dict[str, float]) -> None:
         writer = self._writer(runner)
         if writer is None:
             return

@@ -8,13 +8,14 @@ would refuse, before anything is written.
 Example::
 
     >>> import torch
-    >>> from hookline.engine.checkpoint_content import check_weights_only, make_meta
+    >>> from hookline.engine.checkpoint import check_weights_only, make_meta
     >>> check_weights_only({"meta": make_meta(epoch=1, iteration=10), "w": torch.ones(2)})
 """
 
 from __future__ import annotations
 
 import collections
+import io
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -175,3 +176,19 @@ def check_weights_only(obj: Any, name: str = "checkpoint") -> None:
             "plain containers only (hookline.engine.checkpoint.to_plain converts numpy values), or "
             "allowlist the class with torch.serialization.add_safe_globals"
         )
+
+
+def serialize(checkpoint: dict, *, check: bool = True) -> bytes:
+    """``torch.save`` ``checkpoint`` into bytes, after (with ``check``) making sure it loads
+    with ``weights_only`` (:func:`check_weights_only` raises naming the entry that would not).
+
+    Example::
+
+        >>> len(serialize({"w": torch.ones(2)})) > 0
+        True
+    """
+    if check:
+        check_weights_only(checkpoint)
+    buffer = io.BytesIO()
+    torch.save(checkpoint, buffer)
+    return buffer.getvalue()

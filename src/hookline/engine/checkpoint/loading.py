@@ -1,31 +1,17 @@
-"""Checkpoint files: atomic writes, safe loads, and finding the one to resume from.
+"""Loading checkpoints safely and finding the one to resume from.
 
-Pure functions that the Runner calls; they know nothing about models or hooks.
-
-* :func:`save_atomic` writes a file so that a crash at any moment leaves
-  either the old file or the new one, never half of one.
-* :func:`write_latest` / :func:`read_latest` keep a small text file ``latest``
-  in the checkpoint folder naming the newest checkpoint.
 * :func:`load_checkpoint_file` loads with ``torch.load(weights_only=True)``
   and turns every way that can fail into a :class:`CheckpointError` that names
   the file and says why.
 * :func:`find_resumable` picks the newest checkpoint of a folder that loads,
   skipping (with a warning) any that do not.
 
-A hookline checkpoint is a ``dict`` whose ``"meta"`` entry is a dict holding
-``"hookline_version"`` (see :func:`make_meta`); everything in it must be
-tensors and plain containers so that ``weights_only`` loading accepts it
-(:func:`to_plain` converts numpy values; :func:`check_weights_only` finds the
-ones that would be refused).
-
 Example::
 
     >>> import tempfile, torch
-    >>> from hookline.engine.checkpoint import (
-    ...     make_meta, save_atomic, write_latest, find_resumable)
+    >>> from hookline.engine.checkpoint import make_meta, save_atomic, write_latest
     >>> folder = tempfile.mkdtemp()
-    >>> ckpt = {"meta": make_meta(epoch=1, iteration=45), "model": {"w": torch.ones(2)}}
-    >>> path = save_atomic(ckpt, f"{folder}/epoch_1.pth")
+    >>> path = save_atomic({"meta": make_meta(epoch=1, iteration=45)}, f"{folder}/epoch_1.pth")
     >>> _ = write_latest(folder, path.name)
     >>> found, loaded = find_resumable(folder)
     >>> found.name, loaded["meta"]["iter"]
@@ -34,9 +20,7 @@ Example::
 
 from __future__ import annotations
 
-import errno
 import logging
-import os
 import pickle
 import re
 from collections.abc import Iterable
@@ -45,172 +29,11 @@ from typing import Any
 
 import torch
 
-from .atomic_write import atomic_write
-from .checkpoint_content import check_weights_only, make_meta, to_plain
-
-__all__ = [
-    "LATEST_FILENAME",
-    "CheckpointError",
-    "CheckpointNotFoundError",
-    "check_weights_only",
-    "find_resumable",
-    "load_checkpoint_file",
-    "make_meta",
-    "read_latest",
-    "save_atomic",
-    "to_plain",
-    "write_latest",
-]
-
-#: Name of the pointer file that names the newest checkpoint of a folder.
-LATEST_FILENAME = "latest"
+from .atomic import LATEST_FILENAME, read_latest
+from .errors import CheckpointError, CheckpointNotFoundError, PathLike
 
 _LOG = logging.getLogger("hookline")
 
-PathLike = str | os.PathLike
-
-
-# --------------------------------------------------------------------------- errors
-
-
-class CheckpointError(Exception):
-    """A file that is not a loadable hookline checkpoint.
-
-    The message names the file and says why (truncated, not a torch file,
-    refused by ``weights_only`` loading, not a hookline checkpoint, missing
-    keys, ...). The original exception, if any, is ``__cause__``.
-
-    Attributes:
-        path: the file.
-        reason: why it cannot be loaded, in words.
-
-    Example::
-
-        >>> str(CheckpointError("runs/epoch_3.pth", "truncated or corrupt"))
-        "cannot load checkpoint 'runs/epoch_3.pth': truncated or corrupt"
-    """
-
-    def __init__(self, path: PathLike, reason: str) -> None:
-        self.path = Path(path)
-        self.reason = reason
-        super().__init__(f"cannot load checkpoint {str(path)!r}: {reason}")
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-    def __reduce__(self):  # picklable across processes
-        return (type(self), (self.path, self.reason))
-
-
-class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
-    """The checkpoint file does not exist.
-
-    Both a :class:`CheckpointError` and a :class:`FileNotFoundError`, so either
-    ``except`` clause catches it.
-
-    Example::
-
-        >>> from hookline.engine.checkpoint import load_checkpoint_file
-        >>> try:
-        ...     load_checkpoint_file("/no/such/file.pth")
-        ... except FileNotFoundError as exc:
-        ...     print(exc)
-        cannot load checkpoint '/no/such/file.pth': no such file
-    """
-
-    def __init__(self, path: PathLike, reason: str = "no such file") -> None:
-        CheckpointError.__init__(self, path, reason)
-        self.errno = errno.ENOENT
-        self.strerror = reason
-        self.filename = str(path)
-
-
-# --------------------------------------------------------------------------- atomic writes
-
-def save_atomic(obj: dict, path: PathLike, *, check: bool = True) -> Path:
-    """``torch.save`` ``obj`` to ``path`` atomically; return ``path`` as a :class:`Path`.
-
-    The data goes to a temp file (``.<name>.<random>.tmp``) in the same folder,
-    which is flushed and fsynced, then ``os.replace``-d onto ``path``, and the
-    folder is fsynced. If anything fails (or the process dies) the temp file is
-    removed (or left as a dot-file that :func:`find_resumable` ignores) and an
-    existing ``path`` is untouched. The parent folder is created if needed.
-
-    With ``check`` (the default), :func:`check_weights_only` first makes sure
-    the file will load with ``weights_only=True``; it raises :class:`TypeError`
-    naming the offending entry, before anything is written.
-
-    Example::
-
-        >>> import tempfile, torch
-        >>> folder = tempfile.mkdtemp()
-        >>> save_atomic({"w": torch.zeros(2)}, f"{folder}/sub/a.pth").name
-        'a.pth'
-    """
-    path = Path(path)
-    if check:
-        check_weights_only(obj)
-    return atomic_write(path, lambda stream: torch.save(obj, stream))
-
-
-def write_latest(directory: PathLike, filename: PathLike) -> Path:
-    """Atomically write the pointer file ``<directory>/latest`` naming ``filename``.
-
-    ``filename`` is stored relative to ``directory`` (an absolute path must lie
-    inside it), so the folder can be moved. Returns the pointer file's path.
-
-    Example::
-
-        >>> import tempfile
-        >>> folder = tempfile.mkdtemp()
-        >>> _ = write_latest(folder, "epoch_3.pth")
-        >>> read_latest(folder).name
-        'epoch_3.pth'
-    """
-    directory = Path(directory)
-    target = Path(filename)
-    if target.is_absolute():
-        try:
-            target = target.relative_to(directory.absolute())
-        except ValueError:
-            raise ValueError(
-                f"write_latest: {str(filename)!r} is not inside the checkpoint folder {str(directory)!r}"
-            ) from None
-    name = target.as_posix()
-    if name in ("", ".") or ".." in target.parts:
-        raise ValueError(f"write_latest: {str(filename)!r} does not name a file inside {str(directory)!r}")
-    data = (name + "\n").encode("utf-8")
-    return atomic_write(directory / LATEST_FILENAME, lambda stream: stream.write(data))
-
-
-def read_latest(directory: PathLike) -> Path | None:
-    """The checkpoint that ``<directory>/latest`` names, or ``None`` if there is no pointer.
-
-    The returned path is ``directory / name``; the file it names may not exist
-    (any longer). A pointer file that cannot be read as text raises
-    :class:`CheckpointError` naming the pointer.
-
-    Example::
-
-        >>> import tempfile
-        >>> read_latest(tempfile.mkdtemp()) is None
-        True
-    """
-    pointer = Path(directory) / LATEST_FILENAME
-    try:
-        text = pointer.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CheckpointError(pointer, f"unreadable 'latest' pointer ({type(exc).__name__}: {exc})") from exc
-    if not text:
-        return None
-    if "\n" in text or Path(text).is_absolute() or ".." in Path(text).parts:
-        raise CheckpointError(pointer, f"'latest' pointer does not hold a relative file name: {text[:80]!r}")
-    return Path(directory) / text
-
-
-# --------------------------------------------------------------------------- loading
 
 _UNSUPPORTED_GLOBAL = re.compile(r"Unsupported global: GLOBAL ([\w.]+)")
 
@@ -298,6 +121,7 @@ def load_checkpoint_file(
     Example::
 
         >>> import tempfile, torch
+        >>> from hookline.engine.checkpoint import make_meta, save_atomic
         >>> path = f"{tempfile.mkdtemp()}/a.pth"
         >>> _ = save_atomic({"meta": make_meta(0, 0), "model": {}}, path)
         >>> sorted(load_checkpoint_file(path, required_keys=["model"]))

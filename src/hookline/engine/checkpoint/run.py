@@ -17,13 +17,17 @@ A checkpoint is a dict of tensors and plain containers (so it loads with
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .checkpoint_content import make_meta
-from .rng import get_rng_state, set_rng_state
+from .. import distributed
+from ..rng import get_rng_state, set_rng_state
+from .atomic import write_checkpoint
+from .content import make_meta, serialize
+from .loading import find_resumable, load_checkpoint_file
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .runner import Runner
+    from ..runner import Runner
 
 
 def hook_state_keys(runner: Runner) -> dict[str, Any]:
@@ -107,3 +111,54 @@ def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
     for (scheduler, _), state in zip(runner.param_schedulers,
                                      checkpoint.get("param_schedulers", [])):
         scheduler.load_state_dict(state)
+
+
+def save(runner: Runner, path: str | Path, *, save_optimizer: bool = True,
+         background: bool = False) -> Path:
+    """``runner.save_checkpoint``: collect, ``before_save_checkpoint`` hooks, serialise, write."""
+    path = Path(path)
+    if not path.is_absolute() and path.parent == Path("."):
+        path = runner.work_dir / path
+    checkpoint = collect(runner, save_optimizer=save_optimizer)
+    runner.hooks.call(runner, "before_save_checkpoint", checkpoint=checkpoint)
+    if runner.rank == 0:
+        payload = serialize(checkpoint)
+        writer = runner.checkpoint_writer
+        if background and runner.world_size == 1:
+            writer.write(path, payload)
+        else:
+            writer.flush()
+            write_checkpoint(path, payload)
+    distributed.barrier()
+    return path
+
+
+def load(runner: Runner, path: str | Path, *, resume: bool = True,
+         checkpoint: dict | None = None) -> dict:
+    """``runner.load_checkpoint``: read (unless given), ``after_load_checkpoint`` hooks, apply."""
+    if checkpoint is None:
+        runner.checkpoint_writer.flush()
+        checkpoint = load_checkpoint_file(path, map_location="cpu")
+    runner.hooks.call(runner, "after_load_checkpoint", checkpoint=checkpoint)
+    apply(runner, checkpoint, resume=resume, strict=resume)
+    what = "resumed" if resume else "loaded weights"
+    runner.logger.info("%s from %s (epoch %d, iter %d)", what, path,
+                       checkpoint["meta"]["epoch"], checkpoint["meta"]["iter"])
+    return checkpoint
+
+
+def resume_or_load(runner: Runner, resume: str | Path | None,
+                   load_from: str | Path | None) -> None:
+    """Before a run: ``resume`` ("auto": the newest loadable checkpoint of the work dir, if
+    any) the whole run, else load the weights of ``load_from``."""
+    if resume == "auto":
+        found = find_resumable(runner.work_dir, logger=runner.logger)
+        if found is None:
+            runner.logger.info("resume='auto': no checkpoint in %s, starting fresh",
+                               runner.work_dir)
+        else:
+            load(runner, found[0], checkpoint=found[1])
+    elif resume is not None:
+        load(runner, resume)
+    elif load_from is not None:
+        load(runner, load_from, resume=False)

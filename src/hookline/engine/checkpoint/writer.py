@@ -11,7 +11,7 @@ Example::
 
     >>> import tempfile, torch
     >>> from pathlib import Path
-    >>> from hookline.engine.checkpoint_writer import CheckpointWriter, serialize
+    >>> from hookline.engine.checkpoint import CheckpointWriter, serialize
     >>> folder = Path(tempfile.mkdtemp())
     >>> writer = CheckpointWriter()
     >>> writer.write(folder / "a.pth", serialize({"w": torch.ones(2)}))
@@ -21,31 +21,13 @@ Example::
 
 from __future__ import annotations
 
-import io
 import queue
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from .atomic_write import atomic_write
-from .checkpoint import check_weights_only, write_latest
-
-
-def serialize(checkpoint: dict) -> bytes:
-    """``torch.save`` ``checkpoint`` into bytes, after checking it loads with ``weights_only``."""
-    check_weights_only(checkpoint)
-    buffer = io.BytesIO()
-    torch.save(checkpoint, buffer)
-    return buffer.getvalue()
-
-
-def write_now(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to ``path`` atomically, then point ``latest`` at it."""
-    atomic_write(path, lambda stream: stream.write(payload))
-    write_latest(path.parent, path.name)
+from .atomic import write_checkpoint
 
 
 class CheckpointWriter:
@@ -58,7 +40,7 @@ class CheckpointWriter:
 
     def write(self, path: Path, payload: bytes) -> None:
         """Queue an atomic write of ``payload`` to ``path`` (and the ``latest`` pointer)."""
-        self._submit(write_now, path, payload)
+        self._submit(write_checkpoint, path, payload)
 
     def remove(self, path: Path) -> None:
         """Queue the deletion of ``path``, after every write queued before it."""
