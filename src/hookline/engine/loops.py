@@ -157,6 +157,8 @@ class EpochBasedTrainLoop(TrainLoop):
                  val_interval: int = 1) -> None:
         super().__init__(runner, dataloader, val_begin=val_begin, val_interval=val_interval)
         self._max_epochs = positive_int(max_epochs, "max_epochs")
+        # fixed here, as in MMEngine: a loader swapped in later does not change the plan
+        self._max_iters = self._max_epochs * len(dataloader)
 
     @property
     def max_epochs(self) -> int:
@@ -164,7 +166,8 @@ class EpochBasedTrainLoop(TrainLoop):
 
     @property
     def max_iters(self) -> int:
-        return self._max_epochs * self.epoch_length
+        """``max_epochs`` x batches per epoch of the loader the loop was built with."""
+        return self._max_iters
 
     def val_due_after_epoch(self, epochs_done: int) -> bool:
         return self._val_due(epochs_done, self._max_epochs)
@@ -216,6 +219,7 @@ class IterBasedTrainLoop(TrainLoop):
                  val_interval: int = 1000) -> None:
         super().__init__(runner, dataloader, val_begin=val_begin, val_interval=val_interval)
         self._max_iters = positive_int(max_iters, "max_iters")
+        self._max_epochs = math.ceil(self._max_iters / len(dataloader))
 
     @property
     def max_iters(self) -> int:
@@ -224,7 +228,7 @@ class IterBasedTrainLoop(TrainLoop):
     @property
     def max_epochs(self) -> int:
         """Passes over the data the run makes (the last one may be partial)."""
-        return math.ceil(self._max_iters / self.epoch_length)
+        return self._max_epochs
 
     def val_due_after_iter(self, iters_done: int) -> bool:
         return self._val_due(iters_done, self._max_iters)
