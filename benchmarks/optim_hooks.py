@@ -1,10 +1,11 @@
-"""What OptimizerHook, LrUpdaterHook and MomentumUpdaterHook cost per iteration.
+"""What the optimizer wrapper, LrUpdaterHook and MomentumUpdaterHook cost per iteration.
 
-Measures, on CPU (and CUDA when available), each hook's own per-iteration
-stage against the plain PyTorch code doing the same work:
+Measures, on CPU (and CUDA when available), each one's per-iteration
+cost against the plain PyTorch code doing the same work:
 
-* ``OptimizerHook.after_train_iter`` (backward, step, zero_grad; plain and
-  with ``accumulate=4`` + ``grad_clip``) against ``loss.backward();
+* ``OptimWrapper.update_params`` under ``optim_context`` (backward, step,
+  zero_grad; plain and with ``accumulative_counts=4`` + ``clip_grad``), what
+  the train loop runs each iteration, against ``loss.backward();
   opt.step(); opt.zero_grad()`` on an MLP of 0.3M parameters;
 * ``LrUpdaterHook.after_train_iter`` (cosine per iteration with linear
   warm-up: two torch schedulers on shadow optimizers, then the product into
@@ -28,8 +29,9 @@ from types import SimpleNamespace
 import torch
 from torch.optim import lr_scheduler as ts
 
+from hookline.engine import OptimWrapper
 from hookline.engine.message_hub import MessageHub
-from hookline.hooks import LrUpdaterHook, MomentumUpdaterHook, OptimizerHook
+from hookline.hooks import LrUpdaterHook, MomentumUpdaterHook
 
 STEPS = 2_000
 
@@ -41,7 +43,8 @@ def best_us(fn, repeat: int, number: int) -> float:
 def fake_runner(optimizer, device, total: int = 10**6) -> SimpleNamespace:
     loader = [None] * 100
     return SimpleNamespace(optimizer=optimizer, device=torch.device(device), iter=0, epoch=0,
-                           max_epochs=None, max_iters=total, train_dataloader=loader,
+                           by_epoch=False, max_epochs=None, max_iters=total,
+                           train_dataloader=loader,
                            message_hub=MessageHub(), grad_scaler=None, autocast=None,
                            logger=None)
 
@@ -61,22 +64,23 @@ def optimizer_step(device: str, repeat: int, number: int = 200) -> dict[str, flo
             optimizer.zero_grad(set_to_none=True)
         sync()
 
-    def hooked(hook):
-        runner = fake_runner(optimizer, device)
-        hook.before_run(runner)
-        hook.before_train(runner)
+    def wrapped(wrapper):
+        wrapper.message_hub = MessageHub()
+        wrapper.initialize_count_status(model, 0, 10**9)
 
         def run():
-            for i in range(number):
-                runner.iter = i
-                hook.after_train_iter(runner, i, None, {"loss": model(x).square().mean()})
+            for _ in range(number):
+                with wrapper.optim_context(model):
+                    loss = model(x).square().mean()
+                wrapper.update_params(loss)
             sync()
         return run
 
     return {"plain backward/step/zero_grad": best_us(plain, repeat, number),
-            "OptimizerHook()": best_us(hooked(OptimizerHook()), repeat, number),
-            "OptimizerHook(accumulate=4, grad_clip)": best_us(
-                hooked(OptimizerHook(accumulate=4, grad_clip={"max_norm": 1.0})), repeat, number)}
+            "OptimWrapper.update_params": best_us(wrapped(OptimWrapper(optimizer)), repeat, number),
+            "OptimWrapper(accumulative_counts=4, clip_grad).update_params": best_us(
+                wrapped(OptimWrapper(optimizer, accumulative_counts=4,
+                                     clip_grad={"max_norm": 1.0})), repeat, number)}
 
 
 def schedules(repeat: int) -> dict[str, float]:

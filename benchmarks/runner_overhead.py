@@ -10,8 +10,8 @@ reversed on every other repeat), ``--repeat`` times:
 
 * ``plain``: ``for x, y in loader: zero_grad(); loss = loss_fn(model(x), y);
   backward(); step()``;
-* ``hookline``: ``Runner(...).train()`` with its default hooks (optimizer,
-  scheduler, timer, logger every 10 iterations to the console, log.txt and
+* ``hookline``: ``Runner(...).train()`` with its default hooks (scheduler,
+  timer, logger every 10 iterations to the console, log.txt and
   metrics.jsonl, a checkpoint every epoch to a temporary directory, sampler
   seed; no progress bar, as stderr is not a terminal);
 * ``hookline-lean``: the same without the logger, timer and checkpoint hooks
