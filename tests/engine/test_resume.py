@@ -54,7 +54,9 @@ class Explode(Hook):
             raise RuntimeError("boom")
 
 
-@pytest.mark.parametrize("stop_at", [3, 8, 16, 23])  # mid-epoch, an epoch end (8 batches/epoch)
+# mid-epoch; the last batch of an epoch (9, 17: the checkpoint holds batch 8 of 8, written before
+# the epoch-end stages; resuming from it used to skip the next epoch); 8 batches/epoch
+@pytest.mark.parametrize("stop_at", [3, 8, 9, 16, 17, 23])
 def test_resume_after_exception_is_exact(tmp_path, reference, stop_at):
     runner = make_runner(tmp_path, hooks=[Explode(stop_at)], checkpoint_every=1)
     with pytest.raises(HookError, match="Explode.*after_train_iter"):
@@ -63,6 +65,38 @@ def test_resume_after_exception_is_exact(tmp_path, reference, stop_at):
     resumed = make_runner(tmp_path, checkpoint_every=1, resume="auto")
     resumed.train()
     assert_same_state(final_state(resumed), reference)
+
+
+class StopAfterEpoch(Hook):
+    """Early stopping as EarlyStoppingHook does it: ``stop_training`` after an epoch."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def after_train_epoch(self, runner) -> None:
+        if runner.epoch + 1 == self.epoch:
+            runner.stop_training = True
+
+
+def test_a_run_stopped_early_stays_stopped_when_resumed(tmp_path):
+    first = make_runner(tmp_path, hooks=[StopAfterEpoch(2)])
+    first.train()
+    assert first.epoch == 2 and first.iter == 16
+    assert torch.load(tmp_path / "epoch_2.pth", weights_only=True)["meta"]["stop_training"]
+    again = make_runner(tmp_path, resume="auto")  # e.g. `hookline train ... --resume auto` rerun
+    again.train()
+    assert again.epoch == 2 and again.iter == 16 and again.stop_training
+
+
+def test_extending_a_run_from_its_final_iteration_checkpoint_trains_the_new_epochs(tmp_path):
+    """The documented way to extend a run: raise max_epochs and resume. The last save of an
+    iteration-interval CheckpointHook falls on the last batch of the last epoch."""
+    first = make_runner(tmp_path, max_epochs=1, checkpoint_every=4)
+    first.train()
+    assert read_latest(tmp_path).name == "iter_8.pth"
+    extended = make_runner(tmp_path, max_epochs=3, checkpoint_every=4, resume="auto")
+    extended.train()
+    assert extended.epoch == 3 and extended.iter == 24
 
 
 def test_resume_from_epoch_checkpoint_is_exact(tmp_path, reference):
@@ -144,14 +178,18 @@ def test_sigterm_subprocess_exits_nonzero_with_one_clear_line(tmp_path):
     assert len(stop_lines) == 1 and "--resume auto" in stop_lines[0]
 
 
-def test_sigkill_at_random_iteration_then_resume_is_exact(tmp_path, reference):
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sigkill_at_random_iteration_then_resume_is_exact(tmp_path, reference, seed):
+    """The kill point is drawn from a seeded generator, so a failure names its seed (the
+    iteration it lands on still depends on the machine's speed)."""
+    draw = random.Random(seed)
     work_dir = tmp_path / "run"
     proc = _run_toy(work_dir, tmp_path / "unused.pt", "--sleep", "0.03")
-    time.sleep(random.uniform(0.8, 1.6))  # python startup + a random number of iterations
+    time.sleep(draw.uniform(0.8, 1.6))  # python startup + a random number of iterations
     deadline = time.time() + 60
     while read_latest(work_dir) is None and time.time() < deadline:
         time.sleep(0.05)
-    time.sleep(random.uniform(0.0, 0.3))
+    time.sleep(draw.uniform(0.0, 0.3))
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL

@@ -162,3 +162,27 @@ def test_save_best_metric_missing_from_validation_is_a_config_error(tmp_path):
     runner = make_runner(tmp_path, CheckpointHook(save_best="mAP"), max_epochs=1)
     with pytest.raises(HookError, match=r"save_best='mAP' is not among the validation metrics"):
         runner.train()
+
+
+def test_file_names_from_a_crafted_checkpoint_never_delete_outside_the_work_dir(tmp_path):
+    """``kept`` and the best file name come back from checkpoints and are later deleted as
+    ``work_dir / name``: names with a folder part are dropped when loaded."""
+    work = tmp_path / "work"
+    make_runner(work, CheckpointHook(max_keep_ckpts=1, save_best="accuracy"), max_epochs=1).train()
+    victim = tmp_path / "victim.pth"
+    victim.write_bytes(b"user data")
+    checkpoint = torch.load(work / "epoch_1.pth", weights_only=True)
+    state = checkpoint["hooks"]["CheckpointHook"]
+    state["kept"] = ["../victim.pth", str(victim), *state["kept"]]
+    state["best"]["best_ckpt"] = "../victim.pth"
+    torch.save(checkpoint, work / "crafted.pth")
+    resumed = make_runner(work, CheckpointHook(max_keep_ckpts=1, save_best="accuracy"),
+                          max_epochs=3, resume=work / "crafted.pth")
+    resumed.train()
+    assert victim.read_bytes() == b"user data"
+    assert "epoch_3.pth" in pth(work)
+
+
+def test_filename_tmpl_with_a_folder_is_refused():
+    with pytest.raises(ConfigError, match="filename_tmpl must be a file name"):
+        CheckpointHook(filename_tmpl="../escaped_{}.pth")

@@ -243,7 +243,7 @@ class IterBasedTrainLoop(TrainLoop):
             length = len(loader)
             data_pass, start = divmod(self.iter, length)
             set_epoch(loader, data_pass)
-            if start:
+            if 0 < start < length:
                 skip_batches(loader, start)
             for position, data_batch in enumerate(loader, start):
                 self.run_iter(self.iter, data_batch, position)
