@@ -37,6 +37,10 @@ _LAZY = {
     "CheckpointError": "hookline.engine",
     "TrainingInterrupted": "hookline.engine",
     "MessageHub": "hookline.engine",
+    "OptimWrapper": "hookline.engine",
+    "AmpOptimWrapper": "hookline.engine",
+    "OptimWrapperDict": "hookline.engine",
+    "LOOPS": "hookline.engine",
 }
 
 __all__ = ["__version__", *_LAZY]

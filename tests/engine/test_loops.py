@@ -43,7 +43,7 @@ def make_runner(work_dir, *, model: torch.nn.Module | None = None, n: int = 24,
     kwargs.setdefault("optimizer", {"type": "SGD", "lr": 0.1})
     return Runner(torch.nn.Linear(4, 2) if model is None else model,
                   loss_fn=torch.nn.CrossEntropyLoss(), train_dataloader=loader(n),
-                  work_dir=work_dir, hooks=hooks,
+                  work_dir=work_dir, hooks=hooks, device="cpu",
                   default_hooks={**QUIET, **(default_hooks or {})}, **kwargs)
 
 
@@ -372,6 +372,42 @@ def test_val_and_test_loops_hold_their_dataloader_and_metrics_and_the_last_resul
     assert runner.message_hub.latest("val/accuracy") == metrics["accuracy"]
 
 
+def test_iteration_runs_validate_once_per_pass_unless_told(tmp_path):
+    runner = make_runner(tmp_path, max_iters=7, val_dataloader=loader(16, shuffle=False))
+    assert runner.val_interval == runner.train_loop.val_interval == 3  # len(train_dataloader)
+    after_iters: list[int] = []
+    runner.on("after_val_epoch", lambda r, metrics: after_iters.append(r.iter))
+    runner.train()
+    assert after_iters == [3, 6, 7]
+
+
+def test_validation_runs_in_eval_mode_without_gradients_and_restores_the_mode(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.Dropout(0.5))
+    runner = make_runner(tmp_path, model=model, max_epochs=1,
+                         val_dataloader=loader(16, shuffle=False))
+    seen: list[tuple[bool, bool]] = []
+    runner.on("before_val_iter",
+              lambda r, **kw: seen.append((r.model.training, torch.is_grad_enabled())))
+    runner.on("before_train_iter", lambda r, **kw: seen.append((r.model.training, True)))
+    runner.train()
+    assert seen == [(True, True)] * 3 + [(False, False)] * 2
+    assert model.training  # back in training mode after the run's validation
+    model.eval()
+    runner.val()
+    assert not model.training  # a standalone val() keeps the mode it found
+
+
+def test_an_error_in_a_validation_forward_names_the_batch(tmp_path):
+    error = ValueError("bad validation input")
+    model = FailsAt(4, error)  # 3 training iterations, then the second validation batch
+    runner = make_runner(tmp_path, model=model, max_epochs=1,
+                         val_dataloader=loader(16, shuffle=False))
+    with pytest.raises(ValueError, match="bad validation input") as info:
+        runner.train()
+    assert info.value is error
+    assert any("val step of batch 1" in note for note in getattr(error, "__notes__", []))
+
+
 def test_a_run_without_val_dataloader_has_no_val_loop(tmp_path):
     runner = make_runner(tmp_path, max_epochs=1)
     assert runner.val_loop is None and runner.test_loop is None and runner.val_dataloader is None
@@ -394,3 +430,16 @@ def test_stop_training_set_in_after_train_iter_stops_after_that_iteration(tmp_pa
     assert runner.iter == 5 and len(stages.of("before_train_iter")) == 5
     assert runner.stop_training and runner.train_loop.stop_training
     assert stages.calls[-1][0] == "after_train"
+
+
+def test_lengths_and_val_interval_in_the_train_loop_config_are_honoured(tmp_path):
+    """MMEngine users write them in train_cfg; the Runner's own arguments fill the rest."""
+    spec = {"type": "EpochBasedTrainLoop", "val_interval": 2}
+    runner = make_runner(tmp_path, max_epochs=4, train_loop=spec,
+                         val_dataloader=loader(16, shuffle=False))
+    assert runner.train_loop.val_interval == 2
+    own = make_runner(tmp_path / "own",
+                      train_loop={"type": "IterBasedTrainLoop", "max_iters": 6})
+    assert own.max_iters == 6 and not own.by_epoch
+    with pytest.raises(ConfigError, match="val_interval is 3 for the Runner and 2 in train_loop"):
+        make_runner(tmp_path / "both", max_epochs=4, val_interval=3, train_loop=spec)

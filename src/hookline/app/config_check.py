@@ -19,7 +19,7 @@ Example::
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,9 @@ from hookline.core import ConfigError, Priority, Registry
 from hookline.core.registry import check_call
 from hookline.engine.checks import positive_int
 from hookline.engine.data import DATALOADER_KEYS
+from hookline.engine.default_hooks import DEFAULT_HOOKS
 from hookline.engine.evaluator import METRICS
+from hookline.engine.loops import train_loop_config
 from hookline.engine.registries import (
     DATASETS,
     HOOKS,
@@ -38,7 +40,6 @@ from hookline.engine.registries import (
     OPTIMIZERS,
     PARAM_SCHEDULERS,
 )
-from hookline.engine.default_hooks import DEFAULT_HOOKS
 
 from .defaults import LEGACY_DEFAULT_HOOKS
 
@@ -123,16 +124,16 @@ def _listing(registry: Registry) -> str:
 
 
 # -- one checker per top-level key ---------------------------------------------------------------
-def _model(spec: Any, where: str, cfg: Mapping) -> None:
+def _model(spec: Any, where: str, _cfg: Mapping) -> None:
     check_spec(MODELS, spec, where)
 
 
-def _loss(spec: Any, where: str, cfg: Mapping) -> None:
+def _loss(spec: Any, where: str, _cfg: Mapping) -> None:
     if spec is not None and not callable(spec):
         check_spec(LOSSES, spec, where)
 
 
-def _optimizer(spec: Any, where: str, cfg: Mapping) -> None:
+def _optimizer(spec: Any, where: str, _cfg: Mapping) -> None:
     if spec is not None:
         check_spec(OPTIMIZERS, spec, where, injected=("params",))
 
@@ -153,7 +154,7 @@ def _schedulers(spec: Any, where: str, cfg: Mapping) -> None:
                            ignore=_SCHEDULER_EXTRAS, injected=("optimizer",))
 
 
-def _dataloader(spec: Any, where: str, cfg: Mapping) -> None:
+def _dataloader(spec: Any, where: str, _cfg: Mapping) -> None:
     if spec is None or not isinstance(spec, Mapping):
         if isinstance(spec, _PLAIN) and spec is not None:
             raise ConfigError(f"{where} must be a mapping: {{dataset: {{type: ...}}, batch_size: 32, "
@@ -173,7 +174,7 @@ def _dataloader(spec: Any, where: str, cfg: Mapping) -> None:
         raise ConfigError(f"{where}.batch_size must be a positive int, got {size!r}")
 
 
-def _metrics(spec: Any, where: str, cfg: Mapping) -> None:
+def _metrics(spec: Any, where: str, _cfg: Mapping) -> None:
     if spec is None:
         return
     if not isinstance(spec, Mapping):
@@ -198,7 +199,7 @@ def _hook(spec: Any, where: str) -> None:
             raise ConfigError(f"{where}.priority: {exc}") from None
 
 
-def _hooks(spec: Any, where: str, cfg: Mapping) -> None:
+def _hooks(spec: Any, where: str, _cfg: Mapping) -> None:
     if spec is None:
         return
     if not isinstance(spec, (list, tuple)):
@@ -208,7 +209,7 @@ def _hooks(spec: Any, where: str, cfg: Mapping) -> None:
         _hook(item, f"{where}[{i}]")
 
 
-def _default_hooks(spec: Any, where: str, cfg: Mapping) -> None:
+def _default_hooks(spec: Any, where: str, _cfg: Mapping) -> None:
     if spec is None:
         return
     if not isinstance(spec, Mapping):
@@ -250,11 +251,20 @@ def _train_loop(spec: Any, where: str, cfg: Mapping) -> None:
         return
     if isinstance(spec, str):
         spec = {"type": spec}
-    check_spec(LOOPS, spec, where, injected=("runner", "dataloader", "max_epochs", "max_iters",
-                                            "val_interval"))
+    if isinstance(spec, Mapping):  # the Runner fills in what the loop config leaves out
+        given = {key: cfg[key] for key in ("max_epochs", "max_iters", "val_interval")
+                 if cfg.get(key) is not None}
+        try:
+            spec = train_loop_config(spec, **{key: given.get(key) for key in
+                                              ("max_epochs", "max_iters", "val_interval")})
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        if spec is None:
+            return
+    check_spec(LOOPS, spec, where, injected=("runner", "dataloader"))
 
 
-def _positive_int(value: Any, where: str, cfg: Mapping) -> None:
+def _positive_int(value: Any, where: str, _cfg: Mapping) -> None:
     positive_int(value, where, allow_none=True)
 
 
@@ -264,12 +274,12 @@ def _lengths(value: Any, where: str, cfg: Mapping) -> None:
         raise ConfigError("give max_epochs or max_iters, not both")
 
 
-def _int(value: Any, where: str, cfg: Mapping) -> None:
+def _int(value: Any, where: str, _cfg: Mapping) -> None:
     if not isinstance(value, int) or isinstance(value, bool):
         raise ConfigError(f"{where} must be an int, got {value!r}")
 
 
-def _checkpoint_path(value: Any, where: str, cfg: Mapping) -> None:
+def _checkpoint_path(value: Any, where: str, _cfg: Mapping) -> None:
     if value is None or (where == "resume" and value == "auto"):
         return
     if not isinstance(value, (str, Path)):
@@ -281,7 +291,8 @@ def _checkpoint_path(value: Any, where: str, cfg: Mapping) -> None:
                              if where == "resume" else ""))
 
 
-_CHECKS = {
+#: one checker per top-level key, each called as ``check(value, key, cfg)`` (``_cfg`` where unused)
+_CHECKS: dict[str, Callable[[Any, str, Mapping], None]] = {
     "model": _model,
     "loss_fn": _loss,
     "optimizer": _optimizer,

@@ -20,9 +20,12 @@ Example::
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
+
+from hookline.core import ConfigError
 
 from .checks import positive_int
 from .data import move_to, set_epoch, skip_batches
@@ -35,6 +38,42 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["LOOPS", "BaseLoop", "EpochBasedTrainLoop", "IterBasedTrainLoop", "TestLoop",
            "TrainLoop", "ValLoop"]
+
+
+def train_loop_config(train_loop: str | Mapping[str, Any] | None, *, max_epochs: int | None,
+                      max_iters: int | None, val_interval: int | None) -> dict[str, Any] | None:
+    """The ``LOOPS`` config of a Runner's train loop, or None when it has no length.
+
+    ``train_loop`` (a loop name or a config, like MMEngine's ``train_cfg``) may
+    hold ``max_epochs`` / ``max_iters`` / ``val_interval`` itself; the
+    Runner's arguments of the same name fill in what it leaves out, and the
+    same key given twice with different values is a :class:`ConfigError`.
+
+    Example::
+
+        >>> train_loop_config({"type": "EpochBasedTrainLoop", "val_interval": 2},
+        ...                   max_epochs=12, max_iters=None, val_interval=None)
+        {'type': 'EpochBasedTrainLoop', 'val_interval': 2, 'max_epochs': 12}
+    """
+    if train_loop is not None and not isinstance(train_loop, (str, Mapping)):
+        raise ConfigError(f"train_loop must be a LOOPS name or a config dict, got {train_loop!r}")
+    cfg: dict[str, Any] = dict(train_loop) if isinstance(train_loop, Mapping) else \
+        {"type": train_loop}
+    for key, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
+                       ("val_interval", val_interval)):
+        if value is None:
+            continue
+        if cfg.get(key, value) != value:
+            raise ConfigError(f"{key} is {value!r} for the Runner and {cfg[key]!r} in train_loop: "
+                              "give it once")
+        cfg[key] = value
+    if "max_epochs" in cfg and "max_iters" in cfg:
+        raise ConfigError("give max_epochs or max_iters, not both")
+    if "max_epochs" not in cfg and "max_iters" not in cfg:
+        return None
+    if cfg.get("type") is None:
+        cfg["type"] = "EpochBasedTrainLoop" if "max_epochs" in cfg else "IterBasedTrainLoop"
+    return cfg
 
 
 def _note(exc: BaseException, message: str) -> None:
@@ -106,11 +145,11 @@ class TrainLoop(BaseLoop):
         return (self.runner.val_loop is not None and done >= self.val_begin
                 and (done % self.val_interval == 0 or done == last))
 
-    def val_due_after_epoch(self, epochs_done: int) -> bool:
+    def val_due_after_epoch(self, epochs_done: int) -> bool:  # noqa: ARG002  (epoch-based loops use it)
         """Whether validation runs right after ``epochs_done`` epochs finish."""
         return False
 
-    def val_due_after_iter(self, iters_done: int) -> bool:
+    def val_due_after_iter(self, iters_done: int) -> bool:  # noqa: ARG002  (iteration-based loops use it)
         """Whether validation runs right after ``iters_done`` iterations finish."""
         return False
 

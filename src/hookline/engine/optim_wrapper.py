@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -35,6 +35,42 @@ from .checks import positive_int
 from .registries import OPTIM_WRAPPERS
 
 _CLIP_NORM_KEYS = {"max_norm", "norm_type", "error_if_nonfinite", "foreach"}
+
+
+class OptimWrapperLike(Protocol):
+    """What the Runner, its loops and checkpoints ask of ``runner.optim_wrapper``:
+    :class:`OptimWrapper` (and :class:`AmpOptimWrapper`) and
+    :class:`~hookline.engine.optim_wrapper_dict.OptimWrapperDict` all provide it."""
+
+    message_hub: Any
+
+    @property
+    def param_groups(self) -> list[dict[str, Any]]: ...
+
+    def update_params(self, loss: torch.Tensor) -> None: ...
+
+    def optim_context(self, model: torch.nn.Module) -> contextlib.AbstractContextManager[Any]: ...
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]: ...
+
+    def initialize_count_status(self, model: torch.nn.Module | None, init_counts: int,
+                                max_counts: int) -> None: ...
+
+    def should_step_schedulers(self) -> bool: ...
+
+    def get_lr(self) -> dict[str, list[float]]: ...
+
+    def get_momentum(self) -> dict[str, list[float]]: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None: ...
+
+    def pending_grads(self) -> object:
+        """Gradients of an unfinished accumulation group (checkpointed as is), or None."""
+        ...
+
+    def restore_grads(self, grads: Any) -> bool: ...
 
 
 def check_clip_grad(clip_grad: Any) -> dict[str, Any] | None:
@@ -99,8 +135,8 @@ class OptimWrapper:
         self._max_counts = -1
 
     # -- the step ------------------------------------------------------------------------------
-    def update_params(self, loss: torch.Tensor, step_kwargs: dict | None = None,
-                      zero_kwargs: dict | None = None) -> None:
+    def update_params(self, loss: torch.Tensor, step_kwargs: dict[str, Any] | None = None,
+                      zero_kwargs: dict[str, Any] | None = None) -> None:
         """Scale ``loss`` for accumulation, backward, and step + zero_grad when a group ends."""
         self.before_update.emit(loss)
         self.backward(self.scale_loss(loss))
@@ -110,7 +146,7 @@ class OptimWrapper:
 
     def backward(self, loss: torch.Tensor, **kwargs: Any) -> None:
         """``loss.backward()``; counts one call towards the accumulation group."""
-        loss.backward(**kwargs)
+        loss.backward(**kwargs)  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
         self._inner_count += 1
 
     def step(self, **kwargs: Any) -> None:
@@ -139,8 +175,8 @@ class OptimWrapper:
         return norm
 
     # -- accumulation --------------------------------------------------------------------------
-    def initialize_count_status(self, model: torch.nn.Module | None, init_counts: int,
-                                max_counts: int) -> None:
+    def initialize_count_status(self, model: torch.nn.Module | None,  # noqa: ARG002  (MMEngine's API)
+                                init_counts: int, max_counts: int) -> None:
         """Start counting at ``init_counts`` of ``max_counts`` calls (the loop calls this)."""
         self._inner_count = int(init_counts)
         self._max_counts = int(max_counts)
@@ -246,7 +282,8 @@ class OptimWrapper:
     def restore_grads(self, grads: list[torch.Tensor | None]) -> bool:
         """Put back what :meth:`pending_grads` returned; False when the parameters differ."""
         params = [p for group in self.param_groups for p in group["params"]]
-        if len(grads) != len(params):
+        if len(grads) != len(params) or any(
+                g is not None and g.shape != p.shape for p, g in zip(params, grads)):
             return False
         for param, grad in zip(params, grads):
             param.grad = None if grad is None else grad.to(param.device, param.dtype)

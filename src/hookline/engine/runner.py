@@ -24,7 +24,7 @@ import contextlib
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import torch
 
@@ -42,12 +42,15 @@ from .evaluator import build_metrics
 from .hook import Hook
 from .hook_table import HookProfile, HookTable
 from .logs import close_logger, make_logger
-from .loops import TestLoop, TrainLoop, ValLoop
+from .loops import TestLoop, TrainLoop, ValLoop, train_loop_config
 from .message_hub import MessageHub
 from .registries import DATASETS, HOOKS, LOOPS, LOSSES, MODELS
 from .run_state import RunState
 from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal
 from .step import StepModule, check_contract, make_step, make_train_step
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .optim_wrapper import OptimWrapperLike
 
 
 class Runner:
@@ -59,17 +62,18 @@ class Runner:
     ``training_step``), dataloaders, and exactly one of ``max_epochs`` / ``max_iters``.
     """
 
-    def __init__(self, model: torch.nn.Module | Mapping, *, optimizer: Any = None,
-                 optim_wrapper: Any = None, loss_fn: Callable | None = None,
+    def __init__(self, model: torch.nn.Module | Mapping[str, Any], *, optimizer: Any = None,
+                 optim_wrapper: Any = None, loss_fn: Callable[..., Any] | None = None,
                  param_scheduler: Any = None, train_dataloader: Any = None,
                  val_dataloader: Any = None, test_dataloader: Any = None,
                  metrics: Mapping[str, Any] | None = None, max_epochs: int | None = None,
                  max_iters: int | None = None, val_interval: int | None = None,
-                 train_loop: str | Mapping | None = None, work_dir: str | Path | None = None,
-                 hooks: Sequence[Hook | Mapping] = (),
+                 train_loop: str | Mapping[str, Any] | None = None,
+                 work_dir: str | Path | None = None, hooks: Sequence[Hook | Mapping[str, Any]] = (),
                  default_hooks: Mapping[str, Any] | None = None, seed: int = 0,
                  device: str | torch.device = "auto", resume: str | Path | None = None,
-                 load_from: str | Path | None = None, config: Mapping | None = None) -> None:
+                 load_from: str | Path | None = None, config: Mapping[str, Any] | None = None
+                 ) -> None:
         if max_epochs is not None and max_iters is not None:
             raise ConfigError("give max_epochs or max_iters, not both")
         for name, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
@@ -89,19 +93,19 @@ class Runner:
         weakref.finalize(self, close_logger, self.logger)
         self.message_hub = MessageHub()
         self._setup_model(model, loss_fn)
-        self._optim_wrapper: Any = None
+        self._optim_wrapper: OptimWrapperLike | None = None
         self.optim_wrapper = build_optim_wrapper(optimizer, optim_wrapper, self.model)
         self.param_schedulers = build_schedulers(param_scheduler, self.optimizer)
         self.metrics = build_metrics(metrics)
-        self.state = RunState(by_epoch=max_iters is None)
-        self.outputs: dict | None = None
+        self.outputs: dict[str, Any] | None = None
+        self.state = RunState()
         self._build_loops(train_dataloader, val_dataloader, test_dataloader,
                           max_epochs, max_iters, val_interval, train_loop)
         self._resume, self._load_from, self._loaded = resume, load_from, False
         #: writes checkpoints in order on a background thread (``save_checkpoint(background=True)``)
         self.checkpoint_writer = CheckpointWriter()
-        self._train_step: Callable[[Any], dict] | None = None
-        self._eval_steps: dict[str, Callable[[Any], dict]] = {}
+        self._train_step: Callable[[Any], dict[str, Any]] | None = None
+        self._eval_steps: dict[str, Callable[[Any], dict[str, Any]]] = {}
         self._stop: StopRequest | None = None
         self.hooks = HookTable()
         self._register_default_hooks(default_hooks)
@@ -109,27 +113,29 @@ class Runner:
             self.register_hook(hook)
 
     # -- setup ----------------------------------------------------------------
-    def _setup_model(self, model: Any, loss_fn: Any) -> None:
+    def _setup_model(self, model: torch.nn.Module | Mapping[str, Any],
+                     loss_fn: Callable[..., Any] | Mapping[str, Any] | None) -> None:
         if isinstance(model, Mapping):
             model = MODELS.build(model)
         if not isinstance(model, torch.nn.Module):
             raise ConfigError(f"model must be a torch.nn.Module or a config dict, got {model!r}")
         self.model = model.to(self.device)
-        if isinstance(loss_fn, Mapping):  # {"type": "CrossEntropyLoss", ...}: any torch.nn loss
-            loss_fn = LOSSES.build(loss_fn)
-        self.loss_fn = loss_fn
+        # {"type": "CrossEntropyLoss", ...}: any torch.nn loss
+        self.loss_fn: Callable[..., Any] | None = (
+            LOSSES.build(loss_fn) if isinstance(loss_fn, Mapping) else loss_fn)
         #: the DistributedDataParallel wrapper training runs through (None on one process)
         self.ddp_model: torch.nn.Module | None = None
         self._stop_group: Any = None  # the gloo group that shares stop flags (check_stop)
         if self.world_size > 1:
-            self.ddp_model = distributed.wrap_ddp(StepModule(self.model, loss_fn), self.device)
+            self.ddp_model = distributed.wrap_ddp(StepModule(self.model, self.loss_fn), self.device)
             self._stop_group = distributed.control_group()
 
     def _build_loops(self, train: Any, val: Any, test: Any, max_epochs: int | None,
                      max_iters: int | None, val_interval: int | None,
-                     train_loop: str | Mapping | None) -> None:
-        loader_args = dict(seed=self.seed, rank=self.rank, world_size=self.world_size,
-                           logger=self.logger, datasets_registry=DATASETS)
+                     train_loop: str | Mapping[str, Any] | None) -> None:
+        loader_args: dict[str, Any] = dict(seed=self.seed, rank=self.rank,
+                                           world_size=self.world_size, logger=self.logger,
+                                           datasets_registry=DATASETS)
         train = build_dataloader(train, name="train_dataloader", **loader_args)
         # evaluation shards are not padded: every sample counts once in the metrics
         val, test = (build_dataloader(loader, name=name, shuffle_default=False, pad=False,
@@ -139,16 +145,14 @@ class Runner:
         self.test_loop: ValLoop | None = TestLoop(self, test) if test is not None else None
         self._train_dataloader = train
         self.train_loop: TrainLoop | None = None
-        if train is None or (max_epochs is None and max_iters is None):
+        cfg = train_loop_config(train_loop, max_epochs=max_epochs, max_iters=max_iters,
+                                val_interval=val_interval)
+        if train is None or cfg is None:
             return
-        cfg = dict(train_loop) if isinstance(train_loop, Mapping) else {"type": train_loop}
-        if cfg.get("type") is None:
-            cfg["type"] = "EpochBasedTrainLoop" if max_iters is None else "IterBasedTrainLoop"
-        if max_iters is None:
-            cfg.update(max_epochs=max_epochs, val_interval=val_interval or 1)
-        else:
-            cfg.update(max_iters=max_iters, val_interval=val_interval or len(train))
+        if cfg["type"] == "IterBasedTrainLoop" and "val_interval" not in cfg:
+            cfg["val_interval"] = len(train)  # one pass over the data (MMEngine's 1000 is per run)
         self.train_loop = LOOPS.build(cfg, runner=self, dataloader=train)
+        self.state.by_epoch = self.train_loop.by_epoch
 
     def _register_default_hooks(self, overrides: Mapping[str, Any] | None) -> None:
         for key, spec in default_hook_specs(overrides).items():
@@ -201,12 +205,12 @@ class Runner:
         return self.test_loop.dataloader if self.test_loop is not None else None
 
     @property
-    def optim_wrapper(self) -> Any:
+    def optim_wrapper(self) -> OptimWrapperLike | None:
         """The :class:`~hookline.engine.OptimWrapper` (or ``OptimWrapperDict``) of the run."""
         return self._optim_wrapper
 
     @optim_wrapper.setter
-    def optim_wrapper(self, wrapper: Any) -> None:
+    def optim_wrapper(self, wrapper: OptimWrapperLike | None) -> None:
         if wrapper is not None:
             wrapper.message_hub = self.message_hub
         self._optim_wrapper = wrapper
@@ -227,19 +231,22 @@ class Runner:
         return self.rank == 0
 
     # -- hooks --------------------------------------------------------------------
-    def register_hook(self, hook: Hook | Mapping, priority: Any = None, *,
+    def register_hook(self, hook: Hook | Mapping[str, Any], priority: Any = None, *,
                       _default_key: str | None = None) -> HookHandle:
         """Add a hook (an instance or a ``{"type": ...}`` config); returns its handle.
 
         Priority comes from the argument, then the config's ``priority``, then
         the class; equal priorities keep registration order, defaults first.
         """
+        instance: Hook  # HookTable.add refuses what is not a Hook
         if isinstance(hook, Mapping):
             cfg = dict(hook)
             cfg_priority = cfg.pop("priority", None)
             priority = priority if priority is not None else cfg_priority
-            hook = HOOKS.build(cfg)
-        return self.hooks.add(hook, priority, is_default=_default_key is not None,
+            instance = HOOKS.build(cfg)
+        else:
+            instance = hook
+        return self.hooks.add(instance, priority, is_default=_default_key is not None,
                               key=_default_key)
 
     def hook_table(self) -> str:
@@ -255,8 +262,18 @@ class Runner:
         """Call ``stage`` on the hooks that override it (MMEngine's name)."""
         self.hooks.call(self, stage, **kwargs)
 
+    @overload
+    def on(self, stage: str, fn: Callable[..., Any], *, priority: Any = None, every: int = 1,
+           once: bool = False, when: Callable[..., bool] | None = None) -> HookHandle: ...
+
+    @overload
+    def on(self, stage: str, fn: None = None, *, priority: Any = None, every: int = 1,
+           once: bool = False, when: Callable[..., bool] | None = None
+           ) -> Callable[[Callable[..., Any]], HookHandle]: ...
+
     def on(self, stage: str, fn: Callable[..., Any] | None = None, *, priority: Any = None,
-           every: int = 1, once: bool = False, when: Callable[..., bool] | None = None) -> Any:
+           every: int = 1, once: bool = False, when: Callable[..., bool] | None = None
+           ) -> HookHandle | Callable[[Callable[..., Any]], HookHandle]:
         """Run a plain function at ``stage``; returns its :class:`HookHandle` (``.remove()``).
 
         ``fn(runner, **stage_kwargs)`` gets the stage's arguments; ``every``,
@@ -270,8 +287,8 @@ class Runner:
             return lambda f: self.on(stage, f, priority=priority, every=every, once=once,
                                      when=when)
         hook = ClosureHook(stage, fn, priority=priority, every=every, once=once, when=when)
-        hook.handle = self.register_hook(hook)
-        return hook.handle
+        hook.handle = handle = self.register_hook(hook)
+        return handle
 
     # -- running --------------------------------------------------------------------
     def train(self) -> torch.nn.Module:
@@ -323,7 +340,7 @@ class Runner:
             raise
         self.hooks.call(self, "after_run")
 
-    def train_step(self, batch: Any) -> dict:
+    def train_step(self, batch: Any) -> dict[str, Any]:
         """One training step on a device batch: forward, loss and the optimizer update."""
         step = self._train_step
         if step is None:  # resolved once per run (see _running), not every iteration
@@ -331,7 +348,7 @@ class Runner:
                                                       self._optim_wrapper, self.ddp_model)
         return step(batch)
 
-    def eval_step(self, batch: Any, mode: str = "val") -> dict:
+    def eval_step(self, batch: Any, mode: str = "val") -> dict[str, Any]:
         """One ``val`` / ``test`` step (no gradients are taken by the loop around it)."""
         step = self._eval_steps.get(mode)
         if step is None:
@@ -378,7 +395,7 @@ class Runner:
         self.checkpoint_writer.flush()
 
     def load_checkpoint(self, path: str | Path, resume: bool = True, *,
-                        checkpoint: dict | None = None) -> dict:
+                        checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
         """Load ``path``: the whole run when ``resume``, else the weights only."""
         return load(self, path, resume=resume, checkpoint=checkpoint)
 

@@ -1,0 +1,173 @@
+"""Data order as a function of (seed, epoch): EpochSampler, rebuilding DataLoaders around it,
+skipping batches once after a resume, and moving batches to a device with their structure."""
+
+from __future__ import annotations
+
+import collections
+import logging
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, Sampler, TensorDataset
+
+from hookline import ConfigError
+from hookline.engine.data import (
+    EpochSampler,
+    build_dataloader,
+    move_to,
+    set_epoch,
+    skip_batches,
+)
+
+LOGGER = logging.getLogger("test_data")
+
+
+def dataset(n: int = 20) -> TensorDataset:
+    return TensorDataset(torch.arange(n, dtype=torch.float32).unsqueeze(1), torch.arange(n))
+
+
+def build(spec, **kwargs):
+    options = dict(seed=0, rank=0, world_size=1, logger=LOGGER)
+    options.update(kwargs)
+    return build_dataloader(spec, **options)
+
+
+def order(loader: DataLoader) -> list[int]:
+    return [int(i) for _, targets in loader for i in targets]
+
+
+# -- EpochSampler --------------------------------------------------------------------------------
+
+def test_shuffled_order_is_a_permutation_fixed_by_seed_and_epoch():
+    first = EpochSampler(range(10), shuffle=True, seed=3)
+    second = EpochSampler(range(10), shuffle=True, seed=3)
+    assert sorted(first) == list(range(10)) and len(first) == 10
+    assert list(first) == list(second) == list(first)  # repeatable, whatever the global RNG
+    torch.manual_seed(123)
+    assert list(EpochSampler(range(10), shuffle=True, seed=3)) == list(first)
+    epoch0 = list(first)
+    first.set_epoch(1)
+    assert list(first) != epoch0 and sorted(first) == list(range(10))
+    second.set_epoch(1)
+    assert list(first) == list(second)
+    first.set_epoch(0)
+    assert list(first) == epoch0
+    assert list(EpochSampler(range(10), shuffle=True, seed=4)) != epoch0
+
+
+def test_unshuffled_order_is_sequential_in_every_epoch():
+    sampler = EpochSampler(range(7), shuffle=False)
+    assert list(sampler) == list(range(7))
+    sampler.set_epoch(5)
+    assert list(sampler) == list(range(7))
+
+
+def test_skip_batches_skips_exactly_that_many_batches_once():
+    sampler = EpochSampler(range(12), shuffle=True, seed=0, batch_size=3)
+    sampler.set_epoch(2)
+    full = list(sampler)
+    sampler.skip_batches(2)
+    assert list(sampler) == full[6:]
+    assert list(sampler) == full  # the next pass is whole again
+
+
+# -- build_dataloader ----------------------------------------------------------------------------
+
+def test_a_shuffling_dataloader_is_rebuilt_around_an_epoch_sampler_with_the_same_options():
+    original = DataLoader(dataset(), batch_size=4, shuffle=True, drop_last=True)
+    loader = build(original)
+    assert isinstance(loader.sampler, EpochSampler) and loader.sampler.shuffle
+    assert loader.batch_size == 4 and loader.drop_last and len(loader) == 5
+    assert sorted(order(loader)) == list(range(20))
+    # the order depends on the seed, not on the global RNG
+    torch.manual_seed(1)
+    a = order(loader)
+    torch.manual_seed(2)
+    assert order(loader) == a == order(build(DataLoader(dataset(), batch_size=4, shuffle=True)))
+    assert order(build(original, seed=1)) != a
+
+
+def test_a_sequential_dataloader_stays_in_order():
+    loader = build(DataLoader(dataset(), batch_size=6))
+    assert isinstance(loader.sampler, EpochSampler) and not loader.sampler.shuffle
+    assert order(loader) == list(range(20)) and len(loader) == 4
+
+
+def test_set_epoch_changes_the_order_and_skip_batches_resumes_inside_it():
+    loader = build(DataLoader(dataset(), batch_size=4, shuffle=True))
+    epoch0 = order(loader)
+    set_epoch(loader, 1)
+    epoch1 = order(loader)
+    assert epoch1 != epoch0 and sorted(epoch1) == list(range(20))
+    assert skip_batches(loader, 3) is True
+    assert order(loader) == epoch1[12:]
+    assert order(loader) == epoch1
+    set_epoch(loader, 0)
+    assert order(loader) == epoch0
+
+
+def test_a_config_dict_builds_a_loader():
+    loader = build({"dataset": dataset(), "batch_size": 5, "shuffle": False})
+    assert order(loader) == list(range(20)) and len(loader) == 4
+    shuffled = build({"dataset": dataset(), "batch_size": 5})  # training default: shuffle
+    assert shuffled.sampler.shuffle
+    evaluation = build({"dataset": dataset(), "batch_size": 5}, shuffle_default=False)
+    assert not evaluation.sampler.shuffle
+
+
+def test_config_dict_errors_name_what_is_accepted():
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) \['batchsize'\]") as info:
+        build({"dataset": dataset(), "batchsize": 4}, name="train_dataloader")
+    assert "train_dataloader" in str(info.value) and "batch_size" in str(info.value)
+    with pytest.raises(ConfigError, match="needs a 'dataset' entry"):
+        build({"batch_size": 4})
+    with pytest.raises(ConfigError, match="DataLoader or a config dict"):
+        build(dataset())
+    assert build(None) is None
+
+
+def test_a_custom_sampler_is_kept_with_a_warning(caplog):
+    class Reverse(Sampler[int]):
+        def __init__(self, n):
+            self.n = n
+
+        def __iter__(self):
+            return iter(range(self.n - 1, -1, -1))
+
+        def __len__(self):
+            return self.n
+
+    original = DataLoader(dataset(), batch_size=5, sampler=Reverse(20))
+    with caplog.at_level(logging.WARNING, logger="test_data"):
+        loader = build(original, name="train_dataloader")
+    assert loader is original and order(loader) == list(range(19, -1, -1))
+    assert "train_dataloader has a custom sampler" in caplog.text
+    assert skip_batches(loader, 1) is False  # nothing it can skip without reading
+
+
+# -- move_to -------------------------------------------------------------------------------------
+
+Pair = collections.namedtuple("Pair", ["inputs", "targets"])
+
+
+def test_move_to_keeps_the_structure_of_dicts_lists_tuples_and_namedtuples():
+    x, y = torch.ones(2), torch.zeros(2)
+    meta = {"id": "a", "n": 3}
+    batch = {"pair": Pair(x, y), "list": [x, (y, "text")], "meta": meta, "tensor": x}
+    moved = move_to(batch, torch.device("cpu"))
+    assert type(moved) is dict and set(moved) == set(batch)
+    assert type(moved["pair"]) is Pair and moved["pair"].inputs is x and moved["pair"].targets is y
+    assert type(moved["list"]) is list and type(moved["list"][1]) is tuple
+    assert moved["list"][1][1] == "text" and moved["meta"] == meta
+    assert moved["tensor"] is x  # already there: the same tensor
+    assert type(move_to((x, y), torch.device("cpu"))) is tuple
+    assert move_to("just text", torch.device("cpu")) == "just text"
+
+
+def test_move_to_changes_the_device_of_every_tensor():
+    # "meta" is a device every torch build has
+    target = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("meta")
+    batch = {"pair": Pair(torch.ones(2), torch.zeros(2)), "list": [torch.ones(1)], "n": 1}
+    moved = move_to(batch, target)
+    assert moved["pair"].inputs.device.type == target.type and type(moved["pair"]) is Pair
+    assert moved["list"][0].device.type == target.type and moved["n"] == 1

@@ -1,0 +1,116 @@
+"""MessageHub: windowed scalar histories (tensors detached, never synced on update), what
+``update_many`` keeps, and what a training run puts there for loggers and hooks."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from hookline import MessageHub, Runner
+from tests.hooks._toy import one_thread  # noqa: F401  (autouse: one torch thread)
+
+
+def test_latest_and_mean_over_the_window():
+    hub = MessageHub(window=3)
+    for value in (1.0, 2.0, 3.0, 10.0):
+        hub.update("train/loss", value)
+    assert hub.latest("train/loss") == 10.0
+    assert hub.mean("train/loss") == pytest.approx(5.0)  # 2, 3, 10: the first fell out
+    assert hub.mean("train/loss", count=2) == pytest.approx(6.5)
+    assert isinstance(hub.latest("train/loss"), float)
+
+
+def test_tensors_are_stored_detached_and_read_as_floats():
+    hub = MessageHub()
+    leaf = torch.ones(3, requires_grad=True)
+    hub.update("train/loss", (leaf * 2).sum())
+    hub.update("train/loss", torch.tensor(4.0))
+    assert hub.latest("train/loss") == 4.0 and hub.mean("train/loss") == pytest.approx(5.0)
+    assert isinstance(hub.mean("train/loss"), float)
+    # the stored value holds no autograd graph: the leaf it came from can be freed
+    alive = weakref.ref(leaf)
+    del leaf
+    gc.collect()
+    assert alive() is None
+
+
+def test_mean_mixes_numbers_and_tensors_of_any_shape_with_one_element():
+    hub = MessageHub()
+    hub.update("x", 1)
+    hub.update("x", torch.tensor([2.0]))
+    hub.update("x", torch.tensor(3, dtype=torch.int64))
+    assert hub.mean("x") == pytest.approx(2.0)
+
+
+def test_update_many_keeps_scalars_only_under_a_prefix():
+    hub = MessageHub()
+    hub.update_many("train", {"loss": torch.tensor(0.5), "acc": 0.75, "count": 3,
+                              "preds": torch.zeros(4, 2), "flag": True, "name": "x",
+                              "one": torch.ones(1, 1)})
+    assert sorted(hub.keys()) == ["train/acc", "train/count", "train/loss", "train/one"]
+    assert hub.keys("train/l") == ["train/loss"]
+    assert "train/acc" in hub and "train/preds" not in hub and "train/flag" not in hub
+
+
+def test_unknown_keys_raise_key_error():
+    hub = MessageHub()
+    with pytest.raises(KeyError):
+        hub.latest("val/accuracy")
+    with pytest.raises(KeyError):
+        hub.mean("val/accuracy")
+
+
+def test_clear_forgets_the_keys_under_a_prefix():
+    hub = MessageHub()
+    for key in ("train/loss", "train/lr", "val/accuracy"):
+        hub.update(key, 1.0)
+    hub.info["val_metrics"] = {"accuracy": 1.0}
+    hub.clear("train/")
+    assert hub.keys() == ["val/accuracy"] and hub.info == {"val_metrics": {"accuracy": 1.0}}
+    hub.clear()
+    assert hub.keys() == []
+
+
+def test_each_runner_has_its_own_hub_with_the_runs_scalars_and_metrics(tmp_path):
+    torch.manual_seed(0)
+    x = torch.randn(16, 3)
+    data = TensorDataset(x, (x[:, 0] > 0).long())
+
+    class ExtraScalar(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(3, 2)
+
+        def forward(self, inputs):
+            return self.linear(inputs)
+
+        def training_step(self, batch):
+            logits = self(batch[0])
+            return {"loss": torch.nn.functional.cross_entropy(logits, batch[1]),
+                    "logits": logits, "scale": 2.0}
+
+    def make(work_dir):
+        return Runner(ExtraScalar(), optimizer={"type": "SGD", "lr": 0.1},
+                      loss_fn=torch.nn.CrossEntropyLoss(),
+                      train_dataloader=DataLoader(data, batch_size=4),
+                      val_dataloader=DataLoader(data, batch_size=8), metrics={"acc": "accuracy"},
+                      max_epochs=1, work_dir=work_dir, device="cpu",
+                      default_hooks={"logger": None, "progress": None, "checkpoint": None})
+
+    runner, other = make(tmp_path / "a"), make(tmp_path / "b")
+    assert runner.message_hub is not other.message_hub
+    losses: list[float] = []
+    runner.on("after_train_iter", lambda r, outputs, **kw: losses.append(outputs["loss"].item()))
+    runner.train()
+    assert runner.message_hub.latest("train/loss") == pytest.approx(losses[-1])
+    assert runner.message_hub.mean("train/loss") == pytest.approx(sum(losses) / len(losses))
+    assert runner.message_hub.latest("train/scale") == 2.0
+    assert "train/logits" not in runner.message_hub  # not a scalar
+    metrics = runner.message_hub.info["val_metrics"]
+    assert set(metrics) == {"acc", "loss"}
+    assert runner.message_hub.latest("val/acc") == metrics["acc"]
+    assert other.message_hub.keys() == []
