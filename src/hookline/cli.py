@@ -27,8 +27,10 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from types import ModuleType
 
 import hookline
+from hookline.core import ConfigError, HookError
 
 # name -> (module, function adding its arguments, function running it, one-line help)
 COMMANDS: dict[str, tuple[str, str, str, str]] = {
@@ -64,7 +66,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _import(module: str, command: str):
+def _import(module: str, command: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -129,8 +131,6 @@ def _cwd_on_path() -> Iterator[None]:
 def _config_error(exc: BaseException) -> str | None:
     """The message to show for a configuration mistake (also one raised inside a hook) or a
     file that is not a loadable checkpoint; None for anything else (a real bug: traceback)."""
-    from hookline.core import ConfigError, HookError
-
     checkpoint = sys.modules.get("hookline.engine.checkpoint")
     user_errors = (ConfigError, checkpoint.CheckpointError) if checkpoint is not None else (ConfigError,)
     if isinstance(exc, user_errors):

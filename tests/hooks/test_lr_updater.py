@@ -230,7 +230,7 @@ def test_mmcv_policy_class_names_are_registered():
     (dict(policy="onecycle", max_lr=1, warmup="linear", warmup_iters=3), "remove warmup"),
     (dict(policy="onecycle", max_lr=1, by_epoch=True), "by_epoch must be False"),
     (dict(policy="fixed", warmup="cosine", warmup_iters=3), "warmup must be one of"),
-    (dict(policy="fixed", warmup="linear"), "warmup_iters >= 1"),
+    (dict(policy="fixed", warmup="linear"), "warmup_iters (with warmup='linear') must be an int >= 1"),
     (dict(policy="fixed", warmup="linear", warmup_iters=3, warmup_ratio=0), "warmup_ratio"),
 ])
 def test_bad_configs_are_config_errors_at_construction(kwargs, message):

@@ -161,7 +161,7 @@ def apply_overrides(cfg: Mapping, overrides: Sequence[str]) -> dict:
         ...                 ["optimizer.lr=1e-3", "hooks[0].momentum=0.01", "max_epochs=3"])
         {'optimizer': {'lr': 0.001}, 'hooks': [{'type': 'EMAHook', 'momentum': 0.01}], 'max_epochs': 3}
     """
-    cfg = _copy_tree(cfg)
+    tree: dict = _copy_tree(cfg)
     for item in overrides:
         key, sep, raw = item.partition("=")
         key = key.strip()
@@ -170,11 +170,11 @@ def apply_overrides(cfg: Mapping, overrides: Sequence[str]) -> dict:
         parts = _split_path(key)
         if not isinstance(parts[0], str):
             raise ConfigError(f"--set key {key!r} must start with a config key")
-        node: Any = cfg
+        node: Any = tree
         for depth, part in enumerate(parts[:-1]):
             node = _child(node, part, parts[depth + 1], key, create=True)
         _set(node, parts[-1], parse_value(raw.strip()), key)
-    return cfg
+    return tree
 
 
 def _child(node: Any, part: str | int, next_part: str | int, key: str, create: bool) -> Any:
@@ -186,8 +186,7 @@ def _child(node: Any, part: str | int, next_part: str | int, key: str, create: b
                 raise ConfigError(f"--set {key}: {part!r} is not set, so it has no item {next_part!r}")
         return node[str(part)]
     if isinstance(node, list):
-        _check_index(node, part, key)
-        return node[part]
+        return node[_check_index(node, part, key)]
     raise ConfigError(f"--set {key}: cannot go into {part!r}, the value there is "
                       f"{type(node).__name__} {node!r}, not a mapping or a list")
 
@@ -196,16 +195,17 @@ def _set(node: Any, part: str | int, value: Any, key: str) -> None:
     if isinstance(node, dict):
         node[str(part)] = value
     elif isinstance(node, list):
-        _check_index(node, part, key)
-        node[part] = value
+        node[_check_index(node, part, key)] = value
     else:
         raise ConfigError(f"--set {key}: the value above {part!r} is {type(node).__name__} "
                           f"{node!r}, not a mapping or a list")
 
 
-def _check_index(node: list, part: str | int, key: str) -> None:
+def _check_index(node: list, part: str | int, key: str) -> int:
+    """``part`` when it is an index of ``node``."""
     if not isinstance(part, int) or not -len(node) <= part < len(node):
         raise ConfigError(f"--set {key}: {part!r} is not an index of a list of {len(node)} item(s)")
+    return part
 
 
 def _copy_tree(obj: Any) -> Any:
@@ -266,7 +266,7 @@ def _fill_default_hooks(cfg: dict) -> None:
 
 def resolve_config(cfg: Mapping | str | Path, *, work_dir: str | Path | None = None,
                    resume: str | Path | None = None, overrides: Sequence[str] = (),
-                   runner_cls: type | None = None) -> dict:
+                   runner_cls: type[Runner] | None = None) -> dict:
     """Load (when a path), apply ``overrides``, fill in ``work_dir`` / ``resume``, import
     ``custom_imports`` and validate: the dict :func:`build_runner` builds from.
 
@@ -295,7 +295,7 @@ def resolve_config(cfg: Mapping | str | Path, *, work_dir: str | Path | None = N
     return cfg
 
 
-def runner_arguments(runner_cls: type) -> list[str]:
+def runner_arguments(runner_cls: type[Runner]) -> list[str]:
     """The keyword arguments of ``runner_cls`` a config may set (all but ``config``)."""
     params = inspect.signature(runner_cls.__init__).parameters
     return [name for name, p in params.items() if name not in ("self", "config")
@@ -315,7 +315,7 @@ def save_config(cfg: Mapping, path: str | Path) -> Path:
 
 def build_runner(cfg: Mapping | str | Path, *, work_dir: str | Path | None = None,
                  resume: str | Path | None = None, overrides: Sequence[str] = (),
-                 runner_cls: type | None = None) -> Runner:
+                 runner_cls: type[Runner] | None = None) -> Runner:
     """Validate a config (dict or YAML/JSON path), build the Runner, save ``work_dir/config.yaml``.
 
     The whole config is checked
@@ -331,8 +331,9 @@ def build_runner(cfg: Mapping | str | Path, *, work_dir: str | Path | None = Non
         torch.set_num_threads(cfg["num_threads"])
     plain = _plain(cfg)
     runner = runner_cls(**kwargs, config=plain)
-    if runner.config is not None and "work_dir" not in runner.config:
-        runner.config["work_dir"] = str(runner.work_dir)
-    if runner.is_main_process:
-        save_config(runner.config, runner.work_dir / SAVED_NAME)
+    config = runner.config  # the Runner's copy of ``plain``
+    if config is not None and "work_dir" not in config:
+        config["work_dir"] = str(runner.work_dir)
+    if runner.is_main_process and config is not None:
+        save_config(config, runner.work_dir / SAVED_NAME)
     return runner

@@ -67,7 +67,7 @@ class AmpOptimWrapper(OptimWrapper):
             ``clip_grad``.
     """
 
-    def __init__(self, loss_scale: str | float | Mapping = "dynamic",
+    def __init__(self, loss_scale: str | float | Mapping[str, Any] = "dynamic",
                  dtype: str | torch.dtype | None = None, device_type: str | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -13,6 +13,7 @@ Example::
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ from hookline.core import ConfigError
 from hookline.core.registry import check_call
 
 from .amp_optim_wrapper import AmpOptimWrapper
-from .optim_wrapper import OptimWrapper
+from .optim_wrapper import OptimWrapper, OptimWrapperLike
 from .optim_wrapper_dict import OptimWrapperDict
 from .registries import OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS
 
@@ -35,10 +36,13 @@ def build_optimizer(spec: Any, model: torch.nn.Module) -> torch.optim.Optimizer 
         return spec
     if not isinstance(spec, Mapping):
         raise ConfigError(f"optimizer must be a torch.optim.Optimizer or a config dict, got {spec!r}")
-    return OPTIMIZERS.build(spec, params=[p for p in model.parameters() if p.requires_grad])
+    optimizer: torch.optim.Optimizer = OPTIMIZERS.build(
+        spec, params=[p for p in model.parameters() if p.requires_grad])
+    return optimizer
 
 
-def build_optim_wrapper(optimizer: Any, optim_wrapper: Any, model: torch.nn.Module) -> Any:
+def build_optim_wrapper(optimizer: Any, optim_wrapper: Any, model: torch.nn.Module
+                        ) -> OptimWrapperLike | None:
     """The run's optimizer wrapper from the Runner's ``optimizer=`` / ``optim_wrapper=``.
 
     ``optim_wrapper`` is a wrapper object, or a config such as
@@ -90,13 +94,14 @@ def _wrapper_for(name: str, cfg: Any, model: torch.nn.Module) -> OptimWrapper:
     return _build_wrapper(dict(cfg), part, f"optim_wrapper.{name}")
 
 
-def _build_wrapper(cfg: dict, model: torch.nn.Module, where: str) -> Any:
+def _build_wrapper(cfg: dict[str, Any], model: torch.nn.Module, where: str) -> OptimWrapper:
     cfg.setdefault("type", "OptimWrapper")
     if "optimizer" not in cfg:
         raise ConfigError(f"{where} has no 'optimizer', e.g. {{'type': 'OptimWrapper', "
                           "'optimizer': {'type': 'SGD', 'lr': 0.01}}")
     optimizer = build_optimizer(cfg["optimizer"], model)
-    return OPTIM_WRAPPERS.build({**cfg, "optimizer": optimizer})
+    wrapper: OptimWrapper = OPTIM_WRAPPERS.build({**cfg, "optimizer": optimizer})
+    return wrapper
 
 
 def build_schedulers(spec: Any, optimizer: torch.optim.Optimizer | None
@@ -112,7 +117,9 @@ def build_schedulers(spec: Any, optimizer: torch.optim.Optimizer | None
         return []
     items = list(spec) if isinstance(spec, Sequence) and not isinstance(spec, (str, Mapping)) \
         else [spec]
-    if items and optimizer is None:
+    if not items:
+        return []
+    if optimizer is None:
         raise ConfigError("param_scheduler needs an optimizer")
     return [_build_one(item, optimizer) for item in items]
 
@@ -144,14 +151,12 @@ def _build_one(item: Any, optimizer: torch.optim.Optimizer) -> tuple[Any, bool]:
     return scheduler, by_epoch
 
 
-def _build_child(child: Mapping, optimizer: torch.optim.Optimizer) -> Any:
+def _build_child(child: Mapping[str, Any], optimizer: torch.optim.Optimizer) -> Any:
     child = {k: v for k, v in child.items() if k not in ("by_epoch", "monitor")}
     return _build_one(child, optimizer)[0]
 
 
 def _parameters(target: Any) -> set[str]:
-    import inspect
-
     try:
         return set(inspect.signature(target).parameters)
     except (TypeError, ValueError):

@@ -13,12 +13,21 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, overload
 
 from hookline.core import ConfigError
 
 
-def positive_int(value: Any, name: str, *, owner: str = "", allow_none: bool = False) -> Any:
+@overload
+def positive_int(value: Any, name: str, *, owner: str = "", allow_none: Literal[False] = False
+                 ) -> int: ...
+
+
+@overload
+def positive_int(value: Any, name: str, *, owner: str = "", allow_none: bool) -> int | None: ...
+
+
+def positive_int(value: Any, name: str, *, owner: str = "", allow_none: bool = False) -> int | None:
     """``value`` when it is an int >= 1 (or None with ``allow_none``), else a :class:`ConfigError`
     naming ``owner`` and ``name``."""
     if value is None and allow_none:

@@ -12,16 +12,20 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookline.core import ConfigError, HookError, HookHandle, Priority
 from hookline.core.event import check_options, filtered
+from hookline.core.priority import PriorityLike
 
 from .hook import STAGES, Hook
 from .registries import HOOKS
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import Runner
 
-def _fn_name(fn: Callable) -> str:
+
+def _fn_name(fn: Callable[..., Any]) -> str:
     target = getattr(fn, "__func__", fn)
     return getattr(target, "__qualname__", None) or type(target).__qualname__
 
@@ -53,7 +57,7 @@ class ClosureHook(Hook):
         runner.register_hook(ClosureHook("after_train_iter", log_lr, every=100))
     """
 
-    priority = "NORMAL"
+    priority: PriorityLike = "NORMAL"
 
     def __init__(self, stage: str, fn: Callable[..., Any], *, priority: Any = None,
                  every: int = 1, once: bool = False,
@@ -85,7 +89,7 @@ class ClosureHook(Hook):
         """Just :attr:`stage`."""
         return [self.stage]
 
-    def _dispatch(self, runner: Any, **kwargs: Any) -> None:
+    def _dispatch(self, runner: Runner, **kwargs: Any) -> None:
         if self.done:
             return
         self.calls += 1
@@ -110,12 +114,12 @@ class ClosureHook(Hook):
     def state_key(self) -> str:
         return f"ClosureHook[{self.stage}:{_fn_name(self.fn)}]"
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         if self.every == 1 and not self.once:
             return {}
         return {"calls": self.calls, "done": self.done}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.calls = int(state.get("calls", 0))
         self.done = bool(state.get("done", False))
 

@@ -92,7 +92,7 @@ class EpochSampler(Sampler[int]):
 def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
                      logger: logging.Logger, datasets_registry: Any = None,
                      name: str = "dataloader", shuffle_default: bool = True,
-                     pad: bool = True) -> DataLoader | None:
+                     pad: bool = True) -> DataLoader[Any] | None:
     """Turn a DataLoader or a config dict into a DataLoader whose order hookline controls.
 
     A config dict holds ``dataset`` (a dataset or a ``{"type": ...}`` dict for
@@ -144,8 +144,8 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
     return _wrap(loader.dataset, shuffle, options, seed, rank, world_size, pad)
 
 
-def _wrap(dataset: Any, shuffle: bool, options: dict, seed: int, rank: int,
-          world_size: int, pad: bool = True) -> DataLoader:
+def _wrap(dataset: Any, shuffle: bool, options: dict[str, Any], seed: int, rank: int,
+          world_size: int, pad: bool = True) -> DataLoader[Any]:
     batch_size = options.get("batch_size", 1)
     sampler = EpochSampler(dataset, shuffle=shuffle, seed=seed, batch_size=batch_size,
                            rank=rank, world_size=world_size, pad=pad)
@@ -155,20 +155,22 @@ def _wrap(dataset: Any, shuffle: bool, options: dict, seed: int, rank: int,
     return DataLoader(dataset, sampler=sampler, generator=generator, **options)
 
 
-def set_epoch(loader: DataLoader | None, epoch: int) -> None:
+def set_epoch(loader: DataLoader[Any] | None, epoch: int) -> None:
     """Tell ``loader``'s sampler (and worker seeding) which epoch starts."""
     if loader is None:
         return
     for sampler in (getattr(loader, "sampler", None),
                     getattr(getattr(loader, "batch_sampler", None), "sampler", None)):
-        if hasattr(sampler, "set_epoch"):
+        if sampler is not None and hasattr(sampler, "set_epoch"):
             sampler.set_epoch(epoch)
             break
-    if loader.generator is not None and isinstance(getattr(loader, "sampler", None), EpochSampler):
-        loader.generator.manual_seed(loader.sampler.seed * 100_003 + epoch + 1)
+    if loader.generator is not None:
+        own_sampler = getattr(loader, "sampler", None)
+        if isinstance(own_sampler, EpochSampler):
+            loader.generator.manual_seed(own_sampler.seed * 100_003 + epoch + 1)
 
 
-def skip_batches(loader: DataLoader, count: int) -> bool:
+def skip_batches(loader: DataLoader[Any], count: int) -> bool:
     """Make ``loader``'s next pass skip ``count`` batches without loading them."""
     sampler = getattr(loader, "sampler", None)
     if isinstance(sampler, EpochSampler):

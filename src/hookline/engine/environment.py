@@ -13,7 +13,7 @@ import atexit
 import gc
 import random
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -21,6 +21,9 @@ import torch
 from hookline.core import ConfigError
 
 from . import distributed
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import Runner
 
 
 def seed_everything(seed: int) -> None:
@@ -30,7 +33,7 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _shutdown_distributed(runner_ref: weakref.ref) -> None:
+def _shutdown_distributed(runner_ref: weakref.ref[Runner]) -> None:
     """At exit, while the interpreter is still whole: free the DDP wrapper (its reducer holds
     gloo work objects whose destruction at interpreter teardown aborts the process), then
     destroy the process group this process created."""
@@ -54,6 +57,6 @@ def resolve_device(device: str | torch.device) -> torch.device:
             from exc
 
 
-def destroy_at_exit(runner: Any) -> None:
+def destroy_at_exit(runner: Runner) -> None:
     """Tear down the process group this process created when it exits, DDP wrapper first."""
     atexit.register(_shutdown_distributed, weakref.ref(runner))

@@ -29,17 +29,22 @@ from . import distributed
 
 METRICS = Registry("metric")
 
+#: (trailing shape, dtype) of the collected predictions, and of the targets
+_Layout = tuple[tuple[tuple[int, ...], torch.dtype], tuple[tuple[int, ...], torch.dtype]]
 
-@METRICS.register(name="accuracy")
+
 def accuracy(preds: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Top-1 accuracy of class scores ``preds`` (N, C) against labels ``targets`` (N,)."""
     return (preds.argmax(dim=1) == targets).float().mean()
 
 
-@METRICS.register(name="mse")
 def mse(preds: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean squared error."""
     return torch.mean((preds.float() - targets.float()) ** 2)
+
+
+METRICS.register(accuracy, name="accuracy")
+METRICS.register(mse, name="mse")
 
 
 def build_metrics(spec: Any) -> dict[str, Any]:
@@ -130,14 +135,18 @@ class Evaluator:
             preds = distributed.all_gather_cat(_cat_or_empty(self._preds, *layout[0]))
             targets = distributed.all_gather_cat(_cat_or_empty(self._targets, *layout[1]))
         for name, metric in self.metrics.items():
-            value = metric.compute() if _is_torchmetric(metric) else \
-                _call_metric(name, metric, preds, targets) if preds is not None else None
+            if _is_torchmetric(metric):
+                value = metric.compute()
+            elif preds is not None and targets is not None:  # both gathered, or neither
+                value = _call_metric(name, metric, preds, targets)
+            else:
+                value = None
             if value is not None:
                 results[name] = float(value.item() if isinstance(value, torch.Tensor) else value)
         return results
 
 
-def _layout(preds: list[torch.Tensor], targets: list[torch.Tensor]) -> tuple | None:
+def _layout(preds: list[torch.Tensor], targets: list[torch.Tensor]) -> _Layout | None:
     """(trailing shape, dtype) of the collected predictions and targets, None if none."""
     if not preds:
         return None
@@ -145,13 +154,14 @@ def _layout(preds: list[torch.Tensor], targets: list[torch.Tensor]) -> tuple | N
             (tuple(targets[0].shape[1:]), targets[0].dtype))
 
 
-def _cat_or_empty(chunks: list[torch.Tensor], shape: tuple, dtype: torch.dtype) -> torch.Tensor:
+def _cat_or_empty(chunks: list[torch.Tensor], shape: tuple[int, ...], dtype: torch.dtype
+                  ) -> torch.Tensor:
     if chunks:
         return torch.cat(chunks)
     return torch.empty((0, *shape), dtype=dtype, device=distributed.collective_device())
 
 
-def _call_metric(name: str, metric: Callable, preds: torch.Tensor,
+def _call_metric(name: str, metric: Callable[..., Any], preds: torch.Tensor,
                  targets: torch.Tensor) -> Any:
     try:
         return metric(preds, targets)

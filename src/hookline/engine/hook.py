@@ -16,8 +16,11 @@ import::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Sequence, Sized
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import Runner
 
 DATA_BATCH = Any
 
@@ -68,105 +71,105 @@ class Hook:
     priority: Any = "NORMAL"
 
     # -- run -----------------------------------------------------------------
-    def before_run(self, runner) -> None:
+    def before_run(self, runner: Runner) -> None:
         """Before ``train()``, or a standalone ``val()``/``test()``."""
 
-    def after_run(self, runner) -> None:
+    def after_run(self, runner: Runner) -> None:
         """After ``train()``, or a standalone ``val()``/``test()``."""
 
-    def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+    def after_load_checkpoint(self, runner: Runner, checkpoint: dict[str, Any]) -> None:
         """A checkpoint was read; it is applied after this stage (hooks may edit it)."""
 
-    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+    def before_save_checkpoint(self, runner: Runner, checkpoint: dict[str, Any]) -> None:
         """A checkpoint is about to be written; hooks may add entries."""
 
-    def on_exception(self, runner, exception: BaseException) -> None:
+    def on_exception(self, runner: Runner, exception: BaseException) -> None:
         """Training, validation or test stopped with ``exception`` (re-raised afterwards)."""
 
     # -- train / val / test ----------------------------------------------------
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         """Before the first training epoch."""
 
-    def after_train(self, runner) -> None:
+    def after_train(self, runner: Runner) -> None:
         """After the last training epoch."""
 
-    def before_val(self, runner) -> None:
+    def before_val(self, runner: Runner) -> None:
         """Before a validation run."""
 
-    def after_val(self, runner) -> None:
+    def after_val(self, runner: Runner) -> None:
         """After a validation run."""
 
-    def before_test(self, runner) -> None:
+    def before_test(self, runner: Runner) -> None:
         """Before a test run."""
 
-    def after_test(self, runner) -> None:
+    def after_test(self, runner: Runner) -> None:
         """After a test run."""
 
     # -- epochs ------------------------------------------------------------------
-    def before_train_epoch(self, runner) -> None:
+    def before_train_epoch(self, runner: Runner) -> None:
         self._before_epoch(runner, mode="train")
 
-    def before_val_epoch(self, runner) -> None:
+    def before_val_epoch(self, runner: Runner) -> None:
         self._before_epoch(runner, mode="val")
 
-    def before_test_epoch(self, runner) -> None:
+    def before_test_epoch(self, runner: Runner) -> None:
         self._before_epoch(runner, mode="test")
 
-    def after_train_epoch(self, runner) -> None:
+    def after_train_epoch(self, runner: Runner) -> None:
         self._after_epoch(runner, mode="train")
 
-    def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._after_epoch(runner, mode="val")
 
-    def after_test_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._after_epoch(runner, mode="test")
 
     # -- iterations ---------------------------------------------------------------
-    def before_train_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None) -> None:
+    def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: DATA_BATCH = None) -> None:
         self._before_iter(runner, batch_idx=batch_idx, data_batch=data_batch, mode="train")
 
-    def before_val_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None) -> None:
+    def before_val_iter(self, runner: Runner, batch_idx: int, data_batch: DATA_BATCH = None) -> None:
         self._before_iter(runner, batch_idx=batch_idx, data_batch=data_batch, mode="val")
 
-    def before_test_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None) -> None:
+    def before_test_iter(self, runner: Runner, batch_idx: int, data_batch: DATA_BATCH = None) -> None:
         self._before_iter(runner, batch_idx=batch_idx, data_batch=data_batch, mode="test")
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None,
-                         outputs: dict | None = None) -> None:
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: DATA_BATCH = None,
+                         outputs: dict[str, Any] | None = None) -> None:
         self._after_iter(runner, batch_idx=batch_idx, data_batch=data_batch,
                          outputs=outputs, mode="train")
 
-    def after_val_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None,
-                       outputs: Sequence | dict | None = None) -> None:
+    def after_val_iter(self, runner: Runner, batch_idx: int, data_batch: DATA_BATCH = None,
+                       outputs: Sequence[Any] | dict[str, Any] | None = None) -> None:
         self._after_iter(runner, batch_idx=batch_idx, data_batch=data_batch,
                          outputs=outputs, mode="val")
 
-    def after_test_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None,
-                        outputs: Sequence | dict | None = None) -> None:
+    def after_test_iter(self, runner: Runner, batch_idx: int, data_batch: DATA_BATCH = None,
+                        outputs: Sequence[Any] | dict[str, Any] | None = None) -> None:
         self._after_iter(runner, batch_idx=batch_idx, data_batch=data_batch,
                          outputs=outputs, mode="test")
 
     # -- mode-generic (override one to act in train, val and test) ----------------
-    def _before_epoch(self, runner, mode: str = "train") -> None:
+    def _before_epoch(self, runner: Runner, mode: str = "train") -> None:
         """Called by every ``before_*_epoch`` unless that stage is overridden."""
 
-    def _after_epoch(self, runner, mode: str = "train") -> None:
+    def _after_epoch(self, runner: Runner, mode: str = "train") -> None:
         """Called by every ``after_*_epoch`` unless that stage is overridden."""
 
-    def _before_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None,
+    def _before_iter(self, runner: Runner, batch_idx: int, data_batch: DATA_BATCH = None,
                      mode: str = "train") -> None:
         """Called by every ``before_*_iter`` unless that stage is overridden."""
 
-    def _after_iter(self, runner, batch_idx: int, data_batch: DATA_BATCH = None,
+    def _after_iter(self, runner: Runner, batch_idx: int, data_batch: DATA_BATCH = None,
                     outputs: Any = None, mode: str = "train") -> None:
         """Called by every ``after_*_iter`` unless that stage is overridden."""
 
     # -- state ---------------------------------------------------------------------
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         """The hook's own state to put in checkpoints (tensors and plain containers)."""
         return {}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
 
     @property
@@ -176,7 +179,7 @@ class Hook:
 
     # -- helpers (MMEngine's names and meanings) ---------------------------------------
     @staticmethod
-    def every_n_epochs(runner, n: int, start: int = 0) -> bool:
+    def every_n_epochs(runner: Runner, n: int, start: int = 0) -> bool:
         """True at the end of every ``n``-th epoch counted from ``start``."""
         done = runner.epoch + 1 - start
         return n > 0 and done >= 0 and done % n == 0
@@ -187,23 +190,23 @@ class Hook:
         return n > 0 and (batch_idx + 1) % n == 0
 
     @staticmethod
-    def every_n_train_iters(runner, n: int, start: int = 0) -> bool:
+    def every_n_train_iters(runner: Runner, n: int, start: int = 0) -> bool:
         """True after every ``n``-th training iteration counted from ``start``."""
         done = runner.iter + 1 - start
         return n > 0 and done >= 0 and done % n == 0
 
     @staticmethod
-    def end_of_epoch(dataloader, batch_idx: int) -> bool:
+    def end_of_epoch(dataloader: Sized, batch_idx: int) -> bool:
         """True on the last batch of ``dataloader``."""
         return batch_idx + 1 == len(dataloader)
 
     @staticmethod
-    def is_last_train_epoch(runner) -> bool:
+    def is_last_train_epoch(runner: Runner) -> bool:
         """True during the last training epoch."""
         return runner.by_epoch and runner.epoch + 1 == runner.max_epochs
 
     @staticmethod
-    def is_last_train_iter(runner) -> bool:
+    def is_last_train_iter(runner: Runner) -> bool:
         """True during the last training iteration (of the run, in epoch-based runs too)."""
         return runner.iter + 1 == runner.max_iters
 

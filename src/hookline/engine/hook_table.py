@@ -24,12 +24,25 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from hookline.core import HookError, HookHandle, Priority
 from hookline.core.errors import ConfigError
 
 from .hook import STAGES, Hook
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import Runner
+
+
+class StageMethod(Protocol):
+    """A hook's bound stage method, as the per-stage call tuples hold them."""
+
+    @property
+    def __self__(self) -> Hook: ...
+
+    def __call__(self, runner: Runner, /, **kwargs: Any) -> None: ...
 
 
 class _Entry:
@@ -52,9 +65,9 @@ class HookTable:
     def __init__(self) -> None:
         self._entries: list[_Entry] = []
         self._seq = 0
-        self.stages: dict[str, tuple] = {stage: () for stage in STAGES}
+        self.stages: dict[str, tuple[StageMethod, ...]] = {stage: () for stage in STAGES}
         #: (id(hook), stage) -> [hook, calls, total seconds]; None when not profiling
-        self.profile: dict[tuple[int, str], list] | None = None
+        self.profile: dict[tuple[int, str], list[Any]] | None = None
 
     # -- membership ---------------------------------------------------------------
     def add(self, hook: Hook, priority: Any = None, *, is_default: bool = False,
@@ -80,7 +93,7 @@ class HookTable:
             self._rebuild()
 
     def _rebuild(self) -> None:
-        calls: dict[str, list] = defaultdict(list)
+        calls: dict[str, list[StageMethod]] = defaultdict(list)
         for entry in self._entries:
             for stage in entry.hook.triggered_stages():
                 calls[stage].append(getattr(entry.hook, stage))
@@ -102,11 +115,11 @@ class HookTable:
         return {e.key: e.hook for e in self._entries if e.key}
 
     # -- dispatch --------------------------------------------------------------------
-    def call(self, runner: Any, stage: str, **kwargs: Any) -> None:
+    def call(self, runner: Runner, stage: str, **kwargs: Any) -> None:
         """Call ``stage`` on every hook overriding it; a failure becomes :class:`HookError`."""
         methods = self.stages[stage]
         if self.profile is not None:
-            return self._call_profiled(runner, stage, methods, kwargs)
+            return self._call_profiled(runner, stage, methods, kwargs, self.profile)
         try:
             for method in methods:
                 method(runner, **kwargs)
@@ -115,9 +128,9 @@ class HookTable:
         except Exception as exc:
             raise HookError(method.__self__, stage, exc) from exc
 
-    def _call_profiled(self, runner: Any, stage: str, methods: tuple, kwargs: dict) -> None:
+    def _call_profiled(self, runner: Runner, stage: str, methods: tuple[StageMethod, ...],
+                       kwargs: dict[str, Any], profile: dict[tuple[int, str], list[Any]]) -> None:
         clock = time.perf_counter
-        profile = self.profile
         for method in methods:
             start = clock()
             try:
@@ -135,7 +148,7 @@ class HookTable:
                 record[1] += 1
                 record[2] += elapsed
 
-    def call_on_exception(self, runner: Any, exception: BaseException,
+    def call_on_exception(self, runner: Runner, exception: BaseException,
                           logger: logging.Logger) -> None:
         """Run every ``on_exception`` hook; one hook's failure does not stop the others."""
         for method in self.stages["on_exception"]:
@@ -210,7 +223,7 @@ class HookTiming(NamedTuple):
         return self.total_s / self.calls if self.calls else 0.0
 
 
-class HookProfile(list):
+class HookProfile(list[HookTiming]):
     """Per hook and stage: calls and time, slowest first (a list of :class:`HookTiming`).
 
     ``str(profile)`` is a table; :meth:`as_dict` gives ``{hook: {stage: (calls, seconds)}}``.
@@ -227,7 +240,7 @@ class HookProfile(list):
         total                            20     4.000
     """
 
-    def __init__(self, rows: list[HookTiming] = (), *, enabled: bool = True) -> None:
+    def __init__(self, rows: Iterable[HookTiming] = (), *, enabled: bool = True) -> None:
         super().__init__(rows)
         self.enabled = enabled
 

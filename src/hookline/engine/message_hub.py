@@ -29,7 +29,7 @@ class MessageHub:
 
     def __init__(self, window: int = 10) -> None:
         self.window = window
-        self._scalars: dict[str, deque] = {}
+        self._scalars: dict[str, deque[Any]] = {}
         self.info: dict[str, Any] = {}
 
     def update(self, key: str, value: Any) -> None:

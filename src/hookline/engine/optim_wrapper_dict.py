@@ -100,26 +100,25 @@ class OptimWrapperDict:
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext()
 
-    def _not_here(self, what: str) -> NotImplementedError:
-        return NotImplementedError(
-            f"OptimWrapperDict.{what}: call it on one optimizer, e.g. "
-            f"optim_wrapper[{next(iter(self.optim_wrappers), 'name')!r}].{what}(...) "
-            "in the model's train_step(data, optim_wrapper)")
+    def _not_here(self, what: str) -> str:
+        return (f"OptimWrapperDict.{what}: call it on one optimizer, e.g. "
+                f"optim_wrapper[{next(iter(self.optim_wrappers), 'name')!r}].{what}(...) "
+                "in the model's train_step(data, optim_wrapper)")
 
     def update_params(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        raise self._not_here("update_params")
+        raise NotImplementedError(self._not_here("update_params"))
 
     def backward(self, loss: torch.Tensor, **kwargs: Any) -> None:
-        raise self._not_here("backward")
+        raise NotImplementedError(self._not_here("backward"))
 
     def step(self, **kwargs: Any) -> None:
-        raise self._not_here("step")
+        raise NotImplementedError(self._not_here("step"))
 
     def zero_grad(self, **kwargs: Any) -> None:
-        raise self._not_here("zero_grad")
+        raise NotImplementedError(self._not_here("zero_grad"))
 
     def optim_context(self, model: torch.nn.Module) -> contextlib.AbstractContextManager[Any]:
-        raise self._not_here("optim_context")
+        raise NotImplementedError(self._not_here("optim_context"))
 
     # -- state ---------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

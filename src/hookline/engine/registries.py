@@ -44,9 +44,10 @@ for _name, _obj in vars(torch.optim.lr_scheduler).items():
            or _name == "ReduceLROnPlateau"):
         PARAM_SCHEDULERS.register(_obj, name=_name)
 
-for _name, _obj in vars(torch.nn.modules.loss).items():
-    if inspect.isclass(_obj) and issubclass(_obj, torch.nn.modules.loss._Loss) \
-            and not _name.startswith("_"):
+# the loss classes are what torch.nn.modules.loss exports (its private bases are not)
+for _name in torch.nn.modules.loss.__all__:
+    _obj = getattr(torch.nn.modules.loss, _name)
+    if inspect.isclass(_obj) and issubclass(_obj, torch.nn.Module):
         LOSSES.register(_obj, name=_name)
 
 DATASETS.register(torch.utils.data.TensorDataset, name="TensorDataset")

@@ -13,9 +13,12 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .distributed import any_rank
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import Runner
 
 
 class TrainingInterrupted(SystemExit):
@@ -44,7 +47,7 @@ class StopRequest:
         self.signum: int | None = None
         self._previous: dict[int, Any] = {}
 
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.signum is not None and signum == signal.SIGINT:
             raise KeyboardInterrupt
         self.signum = signum
@@ -65,7 +68,7 @@ class StopRequest:
         return signal.Signals(self.signum).name if self.signum else ""
 
 
-def interrupt_on_signal(runner: Any, stop: StopRequest, group: Any = None) -> None:
+def interrupt_on_signal(runner: Runner, stop: StopRequest, group: Any = None) -> None:
     """When ``stop`` caught a signal (here, or on another rank of ``group``): save a checkpoint
     of ``runner`` and raise :class:`TrainingInterrupted` with the resume command."""
     signalled = stop.signum is not None

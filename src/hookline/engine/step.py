@@ -14,17 +14,20 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from hookline.core import ConfigError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .optim_wrapper import OptimWrapperLike
+
 _METHODS = {"train": "training_step", "val": "validation_step", "test": "test_step"}
 
 
-def make_step(model: torch.nn.Module, loss_fn: Callable | None, mode: str
-              ) -> Callable[[Any], dict]:
+def make_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, mode: str
+              ) -> Callable[[Any], dict[str, Any]]:
     """The step function of ``mode`` ("train", "val" or "test") for ``model``, resolved once.
 
     It calls ``model.training_step(batch)`` (``validation_step``,
@@ -36,7 +39,7 @@ def make_step(model: torch.nn.Module, loss_fn: Callable | None, mode: str
     name = _METHODS[mode]
     method = getattr(model, name, None)
     if method is not None:
-        def own_step(batch: Any) -> dict:
+        def own_step(batch: Any) -> dict[str, Any]:
             outputs = method(batch)
             if isinstance(outputs, torch.Tensor):
                 return {"loss": outputs}
@@ -48,12 +51,16 @@ def make_step(model: torch.nn.Module, loss_fn: Callable | None, mode: str
             return dict(outputs)
         return own_step
     if mode == "train":
-        def train_step(batch: Any) -> dict:
+        def train_step(batch: Any) -> dict[str, Any]:
             inputs, targets = split_batch(batch, model)
-            return {"loss": loss_fn(model(inputs), targets)}
+            preds = model(inputs)
+            if loss_fn is None:  # check_contract tells the user before a run gets here
+                raise TypeError(f"{type(model).__name__} has no training_step(batch) and no "
+                                "loss_fn was given")
+            return {"loss": loss_fn(preds, targets)}
         return train_step
 
-    def eval_step(batch: Any) -> dict:
+    def eval_step(batch: Any) -> dict[str, Any]:
         inputs, targets = split_batch(batch, model)
         preds = model(inputs)
         outputs = {"preds": preds, "targets": targets}
@@ -63,8 +70,9 @@ def make_step(model: torch.nn.Module, loss_fn: Callable | None, mode: str
     return eval_step
 
 
-def make_train_step(model: torch.nn.Module, loss_fn: Callable | None, optim_wrapper: Any,
-                    ddp: torch.nn.Module | None = None) -> Callable[[Any], dict]:
+def make_train_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None,
+                    optim_wrapper: OptimWrapperLike | None, ddp: torch.nn.Module | None = None
+                    ) -> Callable[[Any], dict[str, Any]]:
     """The whole training step of one iteration: forward, loss, and the optimizer update.
 
     A model with MMEngine's ``train_step(data, optim_wrapper)`` runs its own
@@ -75,7 +83,7 @@ def make_train_step(model: torch.nn.Module, loss_fn: Callable | None, optim_wrap
     """
     own = getattr(model, "train_step", None)
     if own is not None:
-        def model_update(batch: Any) -> dict:
+        def model_update(batch: Any) -> dict[str, Any]:
             outputs = own(batch, optim_wrapper)
             if isinstance(outputs, torch.Tensor):
                 return {"loss": outputs}
@@ -84,18 +92,23 @@ def make_train_step(model: torch.nn.Module, loss_fn: Callable | None, optim_wrap
                                 f"return a dict of values to log, got {type(outputs).__name__}")
             return dict(outputs)
         return model_update
+    if optim_wrapper is None:
+        raise ConfigError("a training step needs an optimizer wrapper unless the model has "
+                          "MMEngine's train_step(data, optim_wrapper)")
+    forward: Callable[[Any], dict[str, Any]]
     if ddp is not None:
         net: torch.nn.Module = ddp
 
-        def forward(batch: Any) -> dict:
-            return ddp(batch)
+        def forward(batch: Any) -> dict[str, Any]:
+            outputs: dict[str, Any] = ddp(batch)  # StepModule.forward's dict
+            return outputs
     else:
         net = model
         forward = make_step(model, loss_fn, "train")
     context = optim_wrapper.optim_context
     update = optim_wrapper.update_params
 
-    def step(batch: Any) -> dict:
+    def step(batch: Any) -> dict[str, Any]:
         with context(net):
             outputs = forward(batch)
         update(outputs["loss"])
@@ -103,7 +116,8 @@ def make_train_step(model: torch.nn.Module, loss_fn: Callable | None, optim_wrap
     return step
 
 
-def run_step(model: torch.nn.Module, loss_fn: Callable | None, batch: Any, mode: str) -> dict:
+def run_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, batch: Any, mode: str
+             ) -> dict[str, Any]:
     """One step of ``mode`` on ``batch``; returns the outputs dict (see :func:`make_step`)."""
     return make_step(model, loss_fn, mode)(batch)
 
@@ -117,7 +131,7 @@ def split_batch(batch: Any, model: torch.nn.Module) -> tuple[Any, Any]:
     )
 
 
-def check_contract(model: torch.nn.Module, loss_fn: Callable | None) -> None:
+def check_contract(model: torch.nn.Module, loss_fn: Callable[..., Any] | None) -> None:
     """Fail early when the model cannot be trained with what was given."""
     if loss_fn is None and not hasattr(model, "training_step") and not hasattr(model, "train_step"):
         raise ConfigError(
@@ -133,10 +147,10 @@ class StepModule(torch.nn.Module):
     Only training goes through it (evaluation needs no gradient sync).
     """
 
-    def __init__(self, model: torch.nn.Module, loss_fn: Callable | None) -> None:
+    def __init__(self, model: torch.nn.Module, loss_fn: Callable[..., Any] | None) -> None:
         super().__init__()
         self.module = model
         self.train_forward = make_step(model, loss_fn, "train")
 
-    def forward(self, batch: Any) -> dict:
+    def forward(self, batch: Any) -> dict[str, Any]:
         return self.train_forward(batch)

@@ -15,13 +15,16 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hookline.core import ConfigError
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
 from ._rules import infer_rule, is_better
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hookline.engine.runner import Runner
 
 
 def plain_file_name(name: Any) -> str | None:
@@ -86,7 +89,7 @@ class BestCheckpoint:
         self.key = key
         self.rule = infer_rule(key, self._rule_arg)
 
-    def update(self, runner, metrics: dict[str, float], folder: Path, *,
+    def update(self, runner: Runner, metrics: dict[str, float], folder: Path, *,
                save_optimizer: bool = True) -> bool:
         """Save a best checkpoint when ``metrics`` beat the best so far; True if saved."""
         if not self.check(runner, metrics):
@@ -94,27 +97,33 @@ class BestCheckpoint:
         self.write(runner, folder, save_optimizer=save_optimizer)
         return True
 
-    def check(self, runner, metrics: dict[str, float]) -> bool:
+    def check(self, runner: Runner, metrics: dict[str, float]) -> bool:
         """Record ``metrics``; True when they beat the best so far (then call :meth:`write`)."""
         if not metrics:
             return False
         if self.key is None:
             self._set_key(next(iter(metrics)))
-        if self.key not in metrics:
-            raise ConfigError(f"{self.owner} save_best={self.key!r} is not among the validation "
+        key = self.key
+        assert key is not None  # set just above
+        if key not in metrics:
+            raise ConfigError(f"{self.owner} save_best={key!r} is not among the validation "
                               f"metrics {sorted(metrics)}")
-        value = float(metrics[self.key])
-        if not is_better(value, self.best_score, self.rule):
+        value = float(metrics[key])
+        rule = self.rule
+        assert rule is not None  # inferred with the key
+        if not is_better(value, self.best_score, rule):
             return False
         self._previous = self.best_ckpt
         epoch, batch, iters = runner.state.resume_point
         step = f"epoch_{epoch}" if runner.by_epoch and batch == 0 else f"iter_{iters}"
         self.best_score = value
-        self.best_ckpt = self.filename(self.key, step)
+        self.best_ckpt = self.filename(key, step)
         return True
 
-    def write(self, runner, folder: Path, *, save_optimizer: bool = True) -> None:
+    def write(self, runner: Runner, folder: Path, *, save_optimizer: bool = True) -> None:
         """Save the checkpoint of the best found by :meth:`check`; delete the previous best."""
+        if self.best_ckpt is None:
+            raise RuntimeError("BestCheckpoint.write() before check() found a best")
         runner.save_checkpoint(folder / self.best_ckpt, save_optimizer=save_optimizer,
                                background=True)
         runner.logger.info("new best %s %.4f: saved %s", self.key, self.best_score,
@@ -137,7 +146,7 @@ class BestCheckpoint:
         self.best_ckpt = plain_file_name(state.get("best_ckpt"))
 
 
-def metric_names(runner) -> list[str]:
+def metric_names(runner: Runner) -> list[str]:
     """The metric names a run's validation will report, as far as known before it runs."""
     return list(getattr(runner, "metrics", None) or {})
 
@@ -237,13 +246,13 @@ class CheckpointHook(Hook):
             self.best.load_state_dict(state["best"])
 
     # -- when to save -------------------------------------------------------------------
-    def _folder(self, runner) -> Path:
+    def _folder(self, runner: Runner) -> Path:
         return self.out_dir if self.out_dir is not None else runner.work_dir
 
-    def before_run(self, runner) -> None:
+    def before_run(self, runner: Runner) -> None:
         self._training = False  # a standalone val() saves no best checkpoint
 
-    def before_train(self, runner) -> None:
+    def before_train(self, runner: Runner) -> None:
         self._training = True
         self._epochs = self.by_epoch and runner.by_epoch
         length = len(runner.train_dataloader)
@@ -257,30 +266,32 @@ class CheckpointHook(Hook):
         if self.best is not None:
             self.best.resolve(metric_names(runner))
 
-    def after_train_epoch(self, runner) -> None:
+    def after_train_epoch(self, runner: Runner) -> None:
         if not self._epochs:
             return
         if self.every_n_epochs(runner, self.interval) or (
                 self.save_last and self.is_last_train_epoch(runner)):
             name = self._tmpl.format(runner.epoch + 1)
-            if runner.train_loop.val_due_after_epoch(runner.epoch + 1):
+            loop = runner.train_loop
+            if loop is not None and loop.val_due_after_epoch(runner.epoch + 1):
                 self._pending = (name, runner.iter)  # written after the validation
             else:
                 self._save_periodic(runner, name, runner.iter)
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         if self._epochs:
             return
         if self.every_n_train_iters(runner, self._period) or (
                 self.save_last and self.is_last_train_iter(runner)):
             name = self._tmpl.format(runner.iter + 1)
-            if runner.train_loop.val_due_after_iter(runner.iter + 1):
+            loop = runner.train_loop
+            if loop is not None and loop.val_due_after_iter(runner.iter + 1):
                 self._pending = (name, runner.iter + 1)  # written after the validation
             else:
                 self._save_periodic(runner, name, runner.iter + 1)
 
-    def after_val(self, runner) -> None:
+    def after_val(self, runner: Runner) -> None:
         """Write the checkpoints due at this validation: the periodic one due before it and a
         new best. Both are written after every ``after_val_epoch`` hook, so they hold what
         validation changed (best score, ReduceLROnPlateau, early-stopping counters, RNG)
@@ -290,17 +301,17 @@ class CheckpointHook(Hook):
         if not self._training:
             return
         stale = self._keep(pending[0]) if pending is not None else []
-        if best_due:
+        if best_due and self.best is not None:
             self.best.write(runner, self._folder(runner), save_optimizer=self.save_optimizer)
         if pending is not None:
             self._write_periodic(runner, *pending, stale)
 
-    def after_train(self, runner) -> None:
+    def after_train(self, runner: Runner) -> None:
         """Training ended early (``stop_training``): keep its final state too."""
         if self.save_last and self._last_saved_iter != runner.iter and runner.iter > 0:
             self._save_periodic(runner, f"iter_{runner.iter}.pth", runner.iter)
 
-    def _save_periodic(self, runner, name: str, iteration: int) -> None:
+    def _save_periodic(self, runner: Runner, name: str, iteration: int) -> None:
         self._write_periodic(runner, name, iteration, self._keep(name))
 
     def _keep(self, name: str) -> list[str]:
@@ -314,7 +325,7 @@ class CheckpointHook(Hook):
                 stale.append(self.kept.pop(0))
         return stale
 
-    def _write_periodic(self, runner, name: str, iteration: int, stale: list[str]) -> None:
+    def _write_periodic(self, runner: Runner, name: str, iteration: int, stale: list[str]) -> None:
         runner.save_checkpoint(self._folder(runner) / name, save_optimizer=self.save_optimizer,
                                background=True)
         self._last_saved_iter = iteration
@@ -324,7 +335,7 @@ class CheckpointHook(Hook):
                     runner.remove_checkpoint(self._folder(runner) / old)
 
     # -- best ---------------------------------------------------------------------------
-    def after_val_epoch(self, runner, metrics: dict[str, float] | None = None) -> None:
+    def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         if self.best is None or not metrics or not self._training:
             return
         self._best_due = self.best.check(runner, metrics) or self._best_due  # written in after_val

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch.distributed as dist
@@ -166,7 +167,7 @@ class EvalHook(Hook):
         """Hook for subclasses: runs before each evaluation."""
 
     @staticmethod
-    def _best_folder(runner: Runner):
+    def _best_folder(runner: Runner) -> Path:
         for hook in runner.hooks.hooks:
             if isinstance(hook, CheckpointHook) and hook.out_dir is not None:
                 return hook.out_dir

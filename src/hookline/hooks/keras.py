@@ -228,7 +228,7 @@ class KerasCallback(Hook):
 
     # -- which stages ----------------------------------------------------------------
     def _overridden(self) -> frozenset[str]:
-        cls: type = type(self)  # as a plain class object: mypy takes type[KerasCallback] for unhashable
+        cls: type = type(self)  # a plain `type`: mypy wrongly finds type[KerasCallback] unhashable
         return _overridden(cls)
 
     def triggered_stages(self) -> list[str]:

@@ -81,12 +81,11 @@ def _check_step(step: Any, kind: str) -> None:
                           f"ints, got {step!r}")
 
 
-def _check_warmup(warmup: Any, warmup_iters: Any, warmup_ratio: Any) -> None:
+def _check_warmup(kind: str, warmup: Any, warmup_iters: Any, warmup_ratio: Any) -> None:
     if warmup not in WARMUPS:
         raise ConfigError(f"warmup must be one of {WARMUPS}, got {warmup!r}")
     if warmup is not None:
-        if not isinstance(warmup_iters, int) or warmup_iters < 1:
-            raise ConfigError(f"warmup={warmup!r} needs warmup_iters >= 1, got {warmup_iters!r}")
+        positive_int(warmup_iters, f"warmup_iters (with warmup={warmup!r})", owner=kind)
         if not isinstance(warmup_ratio, (int, float)) or not 0 < warmup_ratio <= 1:
             raise ConfigError(f"warmup_ratio must be in (0, 1], got {warmup_ratio!r}")
 
@@ -197,7 +196,7 @@ class _UpdaterBase(Hook):
             by_epoch = False
         if "step" in self.args:
             _check_step(self.args["step"], kind)
-        _check_warmup(warmup, warmup_iters, warmup_ratio)
+        _check_warmup(kind, warmup, warmup_iters, warmup_ratio)
         self.by_epoch = True if by_epoch is None else bool(by_epoch)
         self.warmup = warmup
         self.warmup_iters = warmup_iters

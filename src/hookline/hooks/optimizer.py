@@ -33,7 +33,7 @@ from hookline.core import ConfigError
 from hookline.engine.amp_optim_wrapper import check_loss_scale
 from hookline.engine.checks import positive_int
 from hookline.engine.hook import Hook
-from hookline.engine.optim_wrapper import check_clip_grad
+from hookline.engine.optim_wrapper import OptimWrapper, check_clip_grad
 from hookline.engine.registries import HOOKS, OPTIM_WRAPPERS
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class OptimizerHook(Hook):
         wanted = self.wrapper_config()
         if type(current).__name__ == wanted["type"] and _same(current, wanted):
             return  # already configured (a second run of the same Runner)
-        if type(current).__name__ != "OptimWrapper" or current.clip_grad is not None \
+        if type(current) is not OptimWrapper or current.clip_grad is not None \
                 or current.accumulative_counts != 1:
             raise ConfigError(f"both optim_wrapper ({current!r}) and {self!r} configure the "
                               "optimizer step: keep one")

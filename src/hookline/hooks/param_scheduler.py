@@ -147,8 +147,10 @@ class MomentumUpdaterHook(_UpdaterBase):
         if "momentum" not in group and "betas" not in group:
             raise ConfigError(f"MomentumUpdaterHook: {type(runner.optimizer).__name__} has neither "
                               "'momentum' nor 'betas' in its param groups")
-        self._length, self._total = _lengths(runner, self.by_epoch, "MomentumUpdaterHook")
-        self._total_iters = runner.max_iters
+        self._length, total = _lengths(runner, self.by_epoch, "MomentumUpdaterHook")
+        total_iters = runner.max_iters
+        assert total is not None and total_iters is not None  # train() has a training loop
+        self._total, self._total_iters = total, total_iters
         self._warm = self._warmup_length(self._length) if self.warmup else 0
 
     @staticmethod
@@ -158,7 +160,9 @@ class MomentumUpdaterHook(_UpdaterBase):
         return float(group["betas"][0]) if "betas" in group else 0.0
 
     def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
-        for group, value in zip(runner.optimizer.param_groups, self.momenta(runner.epoch, runner.iter)):
+        optimizer = runner.optimizer
+        assert optimizer is not None  # before_train checked
+        for group, value in zip(optimizer.param_groups, self.momenta(runner.epoch, runner.iter)):
             if "momentum" in group:
                 group["momentum"] = value
             else:
@@ -166,6 +170,9 @@ class MomentumUpdaterHook(_UpdaterBase):
 
     def momenta(self, epoch: int, iteration: int) -> list[float]:
         """The momentum of each param group for the iteration after ``iteration`` finished ones."""
+        if self.base_momentum is None:
+            raise RuntimeError("MomentumUpdaterHook: no base momenta yet (before_run reads them "
+                               "from the optimizer)")
         progress = epoch if self.by_epoch else iteration
         values = [self._regular(base, progress) for base in self.base_momentum]
         if iteration < self._warm:
@@ -220,8 +227,9 @@ class MomentumUpdaterHook(_UpdaterBase):
             self.base_momentum = [float(v) for v in state["base_momentum"]]
 
 
-def _policy_class(name: str, base: type, policy: str) -> type:
-    def __init__(self, **kwargs: Any) -> None:
+def _policy_class(name: str, base: type[LrUpdaterHook] | type[MomentumUpdaterHook],
+                  policy: str) -> type:
+    def __init__(self: Any, **kwargs: Any) -> None:
         base.__init__(self, policy=policy, **kwargs)
 
     doc = (f"mmcv's ``{name}``: :class:`{base.__name__}` with ``policy={policy!r}``.\n\n"

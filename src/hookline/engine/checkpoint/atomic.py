@@ -23,7 +23,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .content import serialize
 from .errors import CheckpointError, PathLike
@@ -56,7 +56,7 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> Path:
+def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> Path:
     """Write ``path`` through a temp file in its folder: write, flush, fsync, replace,
     fsync the folder. On failure the temp file is removed and ``path`` is untouched."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,7 +79,7 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> Path:
     return path
 
 
-def save_atomic(obj: dict, path: PathLike, *, check: bool = True) -> Path:
+def save_atomic(obj: dict[str, Any], path: PathLike, *, check: bool = True) -> Path:
     """``torch.save`` ``obj`` to ``path`` atomically; return ``path`` as a :class:`Path`.
 
     The data goes to a temp file (``.<name>.<random>.tmp``) in the same folder,

@@ -178,7 +178,7 @@ def check_weights_only(obj: Any, name: str = "checkpoint") -> None:
         )
 
 
-def serialize(checkpoint: dict, *, check: bool = True) -> bytes:
+def serialize(checkpoint: dict[str, Any], *, check: bool = True) -> bytes:
     """``torch.save`` ``checkpoint`` into bytes, after (with ``check``) making sure it loads
     with ``weights_only`` (:func:`check_weights_only` raises naming the entry that would not).
 

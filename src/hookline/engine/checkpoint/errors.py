@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-PathLike = str | os.PathLike
+PathLike = str | os.PathLike[str]
 
 
 class CheckpointError(Exception):

@@ -25,7 +25,7 @@ import pickle
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
@@ -73,7 +73,7 @@ def _describe_load_failure(exc: BaseException) -> str:
     return f"not a torch.save file, or corrupt ({type(exc).__name__}: {_first_line(exc)})"
 
 
-def _validate(path: Path, obj: Any, required_keys: Iterable[str]) -> dict:
+def _validate(path: Path, obj: Any, required_keys: Iterable[str]) -> dict[str, Any]:
     if not isinstance(obj, dict):
         return _fail(path, f"not a hookline checkpoint: it holds a {type(obj).__name__}, not a dict")
     meta = obj.get("meta")
@@ -93,7 +93,7 @@ def _validate(path: Path, obj: Any, required_keys: Iterable[str]) -> dict:
     return obj
 
 
-def _fail(path: Path, reason: str) -> Any:
+def _fail(path: Path, reason: str) -> NoReturn:
     raise CheckpointError(path, reason)
 
 
@@ -103,7 +103,7 @@ def load_checkpoint_file(
     *,
     required_keys: Iterable[str] = (),
     mmap: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """Load a hookline checkpoint with ``torch.load(..., weights_only=True)``.
 
     Every failure is a :class:`CheckpointError` naming the file and the
@@ -154,7 +154,7 @@ def load_checkpoint_file(
     return _validate(path, obj, required_keys)
 
 
-def _iteration_of(checkpoint: dict) -> int:
+def _iteration_of(checkpoint: dict[str, Any]) -> int:
     value = checkpoint["meta"].get("iter")
     if isinstance(value, bool) or not isinstance(value, int):
         return -1
@@ -166,7 +166,7 @@ def find_resumable(
     logger: logging.Logger | None = None,
     *,
     map_location: Any = "cpu",
-) -> tuple[Path, dict] | None:
+) -> tuple[Path, dict[str, Any]] | None:
     """The newest checkpoint of ``directory`` that loads, as ``(path, checkpoint)``.
 
     The file named by the ``latest`` pointer is tried first. If there is no

@@ -134,7 +134,7 @@ def save(runner: Runner, path: str | Path, *, save_optimizer: bool = True,
 
 
 def load(runner: Runner, path: str | Path, *, resume: bool = True,
-         checkpoint: dict | None = None) -> dict:
+         checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
     """``runner.load_checkpoint``: read (unless given), ``after_load_checkpoint`` hooks, apply."""
     if checkpoint is None:
         runner.checkpoint_writer.flush()

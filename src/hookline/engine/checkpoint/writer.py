@@ -34,7 +34,7 @@ class CheckpointWriter:
     """One daemon thread that runs checkpoint jobs in the order they were submitted."""
 
     def __init__(self) -> None:
-        self._jobs: queue.Queue = queue.Queue()
+        self._jobs: queue.Queue[tuple[Callable[..., Any], tuple[Any, ...]]] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
@@ -60,7 +60,7 @@ class CheckpointWriter:
             try:
                 if self._error is None:  # after a failure, later jobs (deletions) are skipped
                     job(*args)
-            except BaseException as exc:  # noqa: BLE001 - handed to the training thread
+            except BaseException as exc:  # handed to the training thread (flush re-raises it)
                 self._error = exc
             finally:
                 self._jobs.task_done()
