@@ -16,6 +16,7 @@ import torch
 import yaml
 
 from hookline import HOOKS
+from hookline.app.commands import _latest_records, write_training_curves
 from hookline.cli import main
 
 SCRIPT = Path(sys.executable).with_name("hookline")
@@ -217,8 +218,6 @@ def test_sigint_saves_a_checkpoint_and_exits_130_without_a_traceback(project):
 
 
 def test_training_curves_keep_the_last_record_of_each_iteration(tmp_path):
-    from hookline.app.commands import _latest_records, write_training_curves
-
     run = [{"mode": "train", "epoch": 1, "iter": i, "lr": 0.1, "loss": 2.0 / i} for i in (2, 4)]
     run.append({"mode": "val", "epoch": 1, "iter": 4, "loss": 0.6, "accuracy": 0.7})
     rerun = [{**r, "loss": r["loss"] / 2} for r in run]  # a new run into the same work dir

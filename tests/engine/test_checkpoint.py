@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import io
 import logging
 import os
 import pickle
@@ -83,8 +84,6 @@ def test_crash_during_save_keeps_previous_file(tmp_path: Path, monkeypatch: pyte
     real_save = torch.save
 
     def half_then_crash(obj, f, *args, **kwargs):
-        import io
-
         buffer = io.BytesIO()
         real_save(obj, buffer, *args, **kwargs)
         data = buffer.getvalue()

@@ -22,6 +22,7 @@ from hookline import HOOKS, ConfigError, Hook, HookError, Runner
 from hookline.engine import AmpOptimWrapper
 from hookline.hooks import ActivationStatsHook, GradientMonitorHook, TensorboardLoggerHook
 from hookline.inspect import GradientMonitor
+from tests.inspect.models import hook_state as inspect_hook_state
 
 from ._toy import one_thread  # noqa: F401  (autouse fixture)
 
@@ -71,16 +72,15 @@ def scalars(acc: EventAccumulator, tag: str) -> list[tuple[int, float]]:
     return [(e.step, e.value) for e in acc.Scalars(tag)]
 
 
-def hook_state(model: nn.Module) -> list:
+def hook_state(model: nn.Module) -> dict:
     """Every hook table of the model's modules and parameters, as comparable values."""
-    state = []
-    for module in model.modules():
-        state.append((dict(module._forward_hooks), dict(module._forward_pre_hooks),
-                      dict(module._backward_hooks), dict(module._backward_pre_hooks),
-                      module._is_full_backward_hook))
-    for param in model.parameters():
-        state.append((param._backward_hooks, param._post_accumulate_grad_hooks))
-    return state
+    return inspect_hook_state(model)
+
+
+def grad_hooks_cleared(model: nn.Module) -> bool:
+    """torch's remove() leaves an empty dict on a parameter; the hooks put back None."""
+    return all(tables[1] is None for name, tables in hook_state(model).items()
+               if name.startswith("param:"))
 
 
 class Reference(Hook):
@@ -125,7 +125,7 @@ class Reference(Hook):
         for handle in self._handles:
             handle.remove()
         for param in runner.model.parameters():  # torch's remove() leaves an empty dict
-            param._post_accumulate_grad_hooks = None
+            param._post_accumulate_grad_hooks = None  # noqa: SLF001  (torch has no public reset)
 
     def window(self, iterations, layer: str) -> tuple[float, float]:
         """(dead ratio, mean) of ``layer`` over ``iterations``."""
@@ -210,7 +210,7 @@ def test_activation_windows_leave_validation_out(run) -> None:
 def test_hook_tables_are_as_before_after_training(run) -> None:
     _, runner, grads, acts, _, before = run
     assert hook_state(runner.model) == before
-    assert all(p._post_accumulate_grad_hooks is None for p in runner.model.parameters())
+    assert grad_hooks_cleared(runner.model)
     assert not grads.monitor.attached and not acts.stats.attached
     assert sorted(grads.monitor.report()) == sorted(n for n, _ in runner.model.named_parameters())
     assert grads.monitor.step == 12  # one backward per iteration, none in validation
@@ -352,7 +352,7 @@ def test_layers_select_modules_and_parameters(tmp_path: Path) -> None:
     runner.train()
     assert set(runner.message_hub.info["grad_stats"]["norms"]) == {"2.weight", "2.bias", "0.bias"}
     assert grads.monitor.names == ["2.weight", "2.bias", "0.bias"]
-    assert all(p._post_accumulate_grad_hooks is None for p in runner.model.parameters())
+    assert grad_hooks_cleared(runner.model)
 
     bad = runner_for(tmp_path / "bad", [GradientMonitorHook(layers=["2.wieght"])], max_iters=1, val=False)
     with pytest.raises(HookError) as info:

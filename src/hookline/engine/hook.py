@@ -51,8 +51,8 @@ STAGES: tuple[str, ...] = (
     "on_exception",
 )
 
-# A subclass overriding a mode-generic method triggers these stages.
-_GENERIC = {
+#: a subclass overriding a mode-generic method (``_after_iter`` ...) triggers these stages
+GENERIC_STAGES = {
     "_before_epoch": ("before_train_epoch", "before_val_epoch", "before_test_epoch"),
     "_after_epoch": ("after_train_epoch", "after_val_epoch", "after_test_epoch"),
     "_before_iter": ("before_train_iter", "before_val_iter", "before_test_iter"),
@@ -215,7 +215,7 @@ class Hook:
         """The stages this hook's class overrides, in run order."""
         cls = type(self)
         stages = {s for s in STAGES if getattr(cls, s) is not getattr(Hook, s)}
-        for generic, concrete in _GENERIC.items():
+        for generic, concrete in GENERIC_STAGES.items():
             if getattr(cls, generic) is not getattr(Hook, generic):
                 stages.update(concrete)
         return [s for s in STAGES if s in stages]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from hookline.engine.hook import _GENERIC, STAGES, Hook
+from hookline.engine.hook import GENERIC_STAGES, STAGES, Hook
 from hookline.engine.registries import HOOKS
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class EmptyCacheHook(Hook):
                                  ("_after_epoch", self._after_epoch_on),
                                  ("_after_iter", self._after_iter_on)):
             if enabled:
-                wanted.update(_GENERIC[generic])
+                wanted.update(GENERIC_STAGES[generic])
         return [s for s in STAGES if s in wanted]
 
     def _empty(self) -> None:

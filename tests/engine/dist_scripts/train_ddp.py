@@ -97,7 +97,9 @@ def main() -> None:
     record = Record(args.out, args.slow)
     metrics = {"accuracy": "accuracy"}
     if args.torchmetrics:
-        from torchmetrics.classification import MulticlassAccuracy
+        from torchmetrics.classification import (  # noqa: PLC0415  (optional dependency)
+            MulticlassAccuracy,
+        )
 
         metrics["tm_accuracy"] = MulticlassAccuracy(num_classes=3, average="micro")
     runner = Runner(
