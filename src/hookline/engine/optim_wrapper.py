@@ -24,14 +24,14 @@ Example::
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import torch
 
 from hookline.core import ConfigError, Event
 
-from .checks import positive_int
+from .checks import boolean, finite_positive_float, positive_int
 from .registries import OPTIM_WRAPPERS
 
 _CLIP_NORM_KEYS = {"max_norm", "norm_type", "error_if_nonfinite", "foreach"}
@@ -85,6 +85,10 @@ def check_clip_grad(clip_grad: Any) -> dict[str, Any] | None:
         {'type': 'norm', 'max_norm': 35, 'norm_type': 2}
         >>> check_clip_grad({"max_value": 0.5})
         {'type': 'value', 'clip_value': 0.5}
+        >>> check_clip_grad({"max_norm": -1.0})
+        Traceback (most recent call last):
+        ...
+        hookline.core.errors.ConfigError: clip_grad.max_norm must be a finite number > 0, got -1.0
     """
     if clip_grad is None:
         return None
@@ -97,10 +101,45 @@ def check_clip_grad(clip_grad: Any) -> dict[str, Any] | None:
         cfg = {"type": "value", "clip_value": cfg["max_value"]}
     kind = cfg.pop("type", "norm")
     if kind == "norm" and "max_norm" in cfg and set(cfg) <= _CLIP_NORM_KEYS:
+        finite_positive_float(cfg["max_norm"], "clip_grad.max_norm")
+        norm_type = cfg.get("norm_type", 2)
+        if norm_type not in ("inf", float("inf")):
+            finite_positive_float(norm_type, "clip_grad.norm_type")
+        for flag in ("error_if_nonfinite", "foreach"):
+            boolean(cfg.get(flag), f"clip_grad.{flag}", allow_none=True)
         return {"type": "norm", **cfg}
     if kind == "value" and set(cfg) == {"clip_value"}:
+        finite_positive_float(cfg["clip_value"], "clip_grad.clip_value")
         return {"type": "value", **cfg}
     raise ConfigError(f"clip_grad must be {shapes}, got {dict(clip_grad)!r}")
+
+
+#: a reusable do-nothing context (``nullcontext`` may be entered any number of times)
+_NO_CONTEXT: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+
+
+class _Nested:
+    """Two contexts entered in order and left in reverse (cheaper than an ExitStack)."""
+
+    __slots__ = ("inner", "outer")
+
+    def __init__(self, outer: contextlib.AbstractContextManager[Any],
+                 inner: contextlib.AbstractContextManager[Any]) -> None:
+        self.outer, self.inner = outer, inner
+
+    def __enter__(self) -> None:
+        self.outer.__enter__()
+        try:
+            self.inner.__enter__()
+        except BaseException:
+            self.outer.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc_info: Any) -> None:
+        try:
+            self.inner.__exit__(*exc_info)
+        finally:
+            self.outer.__exit__(*exc_info)
 
 
 @OPTIM_WRAPPERS.register()
@@ -220,18 +259,21 @@ class OptimWrapper:
     # -- contexts ----------------------------------------------------------------------------------
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         """The precision context of forward passes: none here (see :class:`AmpOptimWrapper`)."""
-        return contextlib.nullcontext()
+        return _NO_CONTEXT
 
-    @contextlib.contextmanager
-    def optim_context(self, model: torch.nn.Module) -> Iterator[None]:
+    def optim_context(self, model: torch.nn.Module) -> contextlib.AbstractContextManager[Any]:
         """Wrap a training forward: skip DDP's all-reduce on micro-batches that do not end
-        an accumulation group, and autocast under AMP."""
-        with contextlib.ExitStack() as stack:
+        an accumulation group, and autocast under AMP.
+
+        Runs every iteration, so the common case costs nothing: without a
+        micro-batch to keep local it is :meth:`autocast` itself (a shared
+        ``nullcontext`` for a plain wrapper).
+        """
+        if self.accumulative_counts > 1 and not self.should_sync():
             no_sync = getattr(model, "no_sync", None)
-            if no_sync is not None and not self.should_sync():
-                stack.enter_context(no_sync())
-            stack.enter_context(self.autocast())
-            yield
+            if no_sync is not None:
+                return _Nested(no_sync(), self.autocast())
+        return self.autocast()
 
     # -- reading ---------------------------------------------------------------------------------
     @property
