@@ -4,7 +4,9 @@ Run: ``python examples/port_an_mmengine_hook.py [WORK_DIR]``
 
 The hook below is written exactly as for MMEngine (same stage names, same
 keyword arguments, ``every_n_train_iters``, ``priority``); only the import
-line differs (``from mmengine.hooks import Hook`` -> ``from hookline import Hook``).
+line differs (``from mmengine.hooks import Hook`` ->
+``from hookline.compat.mmengine.hooks import Hook``, the port rule of
+docs/porting.md; ``hookline.Hook`` is the same class).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import tempfile
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from hookline import Hook, Runner
+from hookline import Runner
+from hookline.compat.mmengine.hooks import Hook
 
 
 class GradNormWarning(Hook):

@@ -18,6 +18,7 @@ import yaml
 from hookline import HOOKS
 from hookline.app.commands import _latest_records, write_training_curves
 from hookline.cli import main
+from hookline.engine.checkpoint import make_meta, save_atomic
 
 SCRIPT = Path(sys.executable).with_name("hookline")
 COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "hookline.cli"]
@@ -38,7 +39,7 @@ CONFIG = {
 }
 
 PARTS = '''
-from hookline import Hook
+from hookline import ConfigError, Hook
 from hookline.engine.registries import HOOKS
 
 
@@ -48,6 +49,14 @@ class StageMarker(Hook):
 
     def before_train_epoch(self, runner):
         runner.logger.info("marker: epoch %d starts", runner.epoch + 1)
+
+
+@HOOKS.register(force=True)
+class NeedsTop5(Hook):
+    """A hook that finds a configuration problem only while training."""
+
+    def after_val_epoch(self, runner, metrics=None):
+        raise ConfigError(f"NeedsTop5: 'top5' is not among the metrics {sorted(metrics or {})}")
 '''
 
 
@@ -185,13 +194,41 @@ def test_a_file_that_is_not_a_checkpoint_is_one_line_too(project, capsys, monkey
     assert_clean_error(subprocess.CompletedProcess([], code, "", capsys.readouterr().err), "broken.pth")
 
 
+def test_resuming_another_models_checkpoint_is_one_line_too(project, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    save_atomic({"meta": make_meta(epoch=1, iteration=12),
+                 "state_dict": torch.nn.Linear(64, 10).state_dict()}, project / "other.pth")
+    code = main(["train", "run.yaml", "--resume", "other.pth", "--work-dir", "out"])
+    assert_clean_error(subprocess.CompletedProcess([], code, "", capsys.readouterr().err),
+                       "cannot load checkpoint 'other.pth': does not fit this run: another model")
+
+
+def test_resume_auto_over_checkpoints_none_of_which_fits_is_one_line(project, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    assert main(["train", "run.yaml", "--set", "max_epochs=1", "--work-dir", "out"]) == 0
+    before = {p.name: p.read_bytes() for p in (project / "out").glob("*.pth")}
+    code = main(["train", "run.yaml", "--set", "model.num_classes=5", "--resume", "auto",
+                 "--work-dir", "out"])
+    assert_clean_error(subprocess.CompletedProcess([], code, "", capsys.readouterr().err),
+                       "cannot resume from 'out': resume='auto' found", "nothing was deleted")
+    assert {p.name: p.read_bytes() for p in (project / "out").glob("*.pth")} == before
+
+
 def test_a_config_error_inside_a_hook_during_training_is_one_line_too(project, capsys, monkeypatch):
     monkeypatch.chdir(project)
     code = main(["train", "run.yaml", "--set", "max_epochs=1", "--set", "train_dataloader.batch_size=512",
-                 "--set",
-                 "default_hooks.checkpoint.save_best=top5", "--work-dir", "out"])
+                 "--set", "hooks=[{type: NeedsTop5}]", "--work-dir", "out"])
     assert_clean_error(subprocess.CompletedProcess([], code, "", capsys.readouterr().err),
-                       "CheckpointHook", "top5")
+                       "NeedsTop5", "top5")
+
+
+def test_an_unknown_save_best_metric_is_one_line_before_training(project, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    code = main(["train", "run.yaml", "--set", "default_hooks.checkpoint.save_best=top5",
+                 "--work-dir", "out"])
+    assert_clean_error(subprocess.CompletedProcess([], code, "", capsys.readouterr().err),
+                       "default_hooks.checkpoint.save_best", "top5", "accuracy")
+    assert not (project / "out").exists()  # checked before anything was written
 
 
 def test_sigint_saves_a_checkpoint_and_exits_130_without_a_traceback(project):

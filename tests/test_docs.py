@@ -24,6 +24,10 @@ FENCE = re.compile(r"^(?P<indent>[ \t]*)```python[ \t]*\n(?P<code>.*?)^(?P=inden
                    re.MULTILINE | re.DOTALL)
 
 
+#: pages whose examples need an optional extra (``pip install hookline[keras,lightning]``)
+NEEDS = {"docs/bridges.md": ("keras", "lightning")}
+
+
 def python_blocks(text: str) -> list[tuple[int, str]]:
     """``(line number of the first code line, code)`` for each ```python block."""
     blocks = []
@@ -63,6 +67,8 @@ def test_readme_links_every_docs_page():
     "path", [p for p in PAGES if python_blocks(p.read_text(encoding="utf-8"))], ids=page_id
 )
 def test_python_blocks_run(path, tmp_path, monkeypatch):
+    for module in NEEDS.get(page_id(path), ()):  # optional extras (make test installs them)
+        pytest.importorskip(module, reason=f"{page_id(path)} needs {module}")
     monkeypatch.chdir(tmp_path)
     name = "docs_" + re.sub(r"\W", "_", page_id(path))
     module = types.ModuleType(name)  # a real module, so pickling and dataclasses work

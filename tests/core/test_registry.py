@@ -4,6 +4,7 @@ import functools
 import pytest
 
 from hookline.core import ConfigError, Registry
+from hookline.core.registry import default_scope, using_scope
 
 
 def make_registry():
@@ -189,3 +190,68 @@ def test_build_of_a_target_without_a_signature_is_left_to_the_target():
     registry = Registry("builtin")
     registry.register(dict, name="dict")
     assert registry.build({"type": "dict", "a": 1}) == {"a": 1}
+
+
+# -- registry trees (MMEngine's parent / scope) ------------------------------------------------
+def make_tree():
+    root = Registry("hook", scope="core")
+    child = Registry("hook", parent=root, scope="proj")
+    other = Registry("hook", parent=root, scope="other")
+
+    @root.register()
+    class Shared:
+        pass
+
+    @child.register_module(name="Shared")
+    class ChildShared:
+        pass
+
+    @child.register_module()
+    class OnlyChild:
+        pass
+
+    @other.register_module(name=["Twin", "OtherAlias"])
+    class OtherTwin:
+        pass
+
+    child.register_module(module=type("Twin", (), {}))
+    return root, child, other, Shared, ChildShared, OnlyChild, OtherTwin
+
+
+def test_a_child_sees_its_ancestors_and_a_scope_prefix_picks_a_registry():
+    root, child, other, shared, child_shared, only_child, other_twin = make_tree()
+    assert child.get("Shared") is child_shared and root.get("Shared") is shared
+    assert other.get("Shared") is shared  # from the parent
+    assert root.get("proj.Shared") is child_shared and other.get("proj.OnlyChild") is only_child
+    assert root.get("OnlyChild") is only_child  # one descendant has it
+    assert other.get("OtherAlias") is other_twin and child.root is root
+    assert "OnlyChild" in root and "proj.Missing" not in root
+
+
+def test_a_name_in_several_scopes_must_be_scoped():
+    root, *_ = make_tree()
+    with pytest.raises(ConfigError, match="several scopes; name one of 'proj.Twin', 'other.Twin'"):
+        root.get("Twin")
+
+
+def test_default_scope_and_the_scope_key_of_a_config():
+    root, child, _, shared, child_shared, *_ = make_tree()
+    with using_scope("proj"):
+        assert default_scope() == "proj" and root.get("Shared") is child_shared
+    assert default_scope() is None and root.get("Shared") is shared
+    assert isinstance(root.build({"type": "Shared", "_scope_": "proj"}), child_shared)
+    with pytest.raises(ConfigError, match="_scope_ 'nope'"):
+        root.build({"type": "Shared", "_scope_": "nope"})
+
+
+def test_tree_construction_errors_are_config_errors():
+    root = Registry("hook", scope="core2")
+    Registry("hook", parent=root, scope="taken")
+    with pytest.raises(ConfigError, match="already has a child of scope 'taken'"):
+        Registry("hook", parent=root, scope="taken")
+    with pytest.raises(ConfigError, match="needs a scope"):
+        Registry("hook", parent=root)
+    with pytest.raises(ConfigError, match="force must be True or False"):
+        root.register_module(force="yes")
+    with pytest.raises(ConfigError, match="only callables"):
+        root.register_module(module=3)

@@ -8,6 +8,7 @@ import logging
 import os
 import pickle
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -19,15 +20,19 @@ from hookline.engine.checkpoint import (
     LATEST_FILENAME,
     CheckpointError,
     CheckpointNotFoundError,
+    CheckpointWriteError,
+    CheckpointWriter,
     check_weights_only,
     find_resumable,
     load_checkpoint_file,
     make_meta,
     read_latest,
     save_atomic,
+    serialize,
     to_plain,
     write_latest,
 )
+from hookline.engine.checkpoint.integrity import seal, write_sealed
 
 
 class Custom:
@@ -189,7 +194,8 @@ def test_truncated_file_names_the_file(tmp_path: Path) -> None:
         assert str(path) in str(info.value)
         assert "truncated or corrupt" in info.value.reason
         assert info.value.path == path
-        assert info.value.__cause__ is not None
+        # cut inside the checksum record (the file's last 80 bytes): hookline's own finding
+        assert info.value.__cause__ is not None or "checksum record" in info.value.reason
 
 
 def test_empty_file(tmp_path: Path) -> None:
@@ -399,3 +405,60 @@ def test_find_resumable_map_location(tmp_path: Path) -> None:
 def test_module_exports() -> None:
     for name in ckpt_mod.__all__:
         assert hasattr(ckpt_mod, name)
+
+
+@pytest.mark.parametrize(("payload", "shown"), [(exec, "holds an exec object"),
+                                                 (os.system, f"holds a {os.name}.system object")])
+def test_a_pickled_function_is_named_with_the_right_article(tmp_path: Path, payload, shown) -> None:
+    path = tmp_path / "evil.pth"
+    torch.save({"meta": make_meta(0, 0), "x": payload}, path)
+    with pytest.raises(CheckpointError, match=shown):
+        load_checkpoint_file(path)
+
+
+# --------------------------------------------------------------------------- checksum, writer
+
+
+def test_the_checksum_seal_is_for_torch_zip_payloads_only(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a torch.save zip"):
+        seal(b"plain bytes")
+    with pytest.raises(ValueError, match="not a torch.save zip"), open(tmp_path / "x", "wb") as out:
+        write_sealed(out, b"PK\x05\x06" + b"\0" * 16 + b"\x01\0" + b"!")  # has a comment already
+    buffer = io.BytesIO()
+    torch.save({"w": torch.arange(3)}, buffer)
+    (tmp_path / "a.pth").write_bytes(seal(buffer.getvalue()))
+    assert torch.load(tmp_path / "a.pth", weights_only=True, mmap=True)["w"].tolist() == [0, 1, 2]
+
+
+def test_a_zip_with_a_comment_of_its_own_is_not_taken_for_a_sealed_file(tmp_path: Path) -> None:
+    path = tmp_path / "other.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("a.txt", "hello")
+        archive.comment = b"written by another tool"
+    assert ckpt_mod.verify_file(path) is False
+
+
+def test_a_failed_background_write_skips_the_deletions_queued_after_it(tmp_path: Path) -> None:
+    keep = tmp_path / "epoch_1.pth"
+    save_atomic(make_ckpt(1), keep)
+    (tmp_path / "not_a_folder").write_text("a file")
+    writer = CheckpointWriter()
+    writer.write(tmp_path / "not_a_folder" / "epoch_2.pth", serialize(make_ckpt(2)))
+    writer.remove(keep)  # keep-N's deletion, due only once epoch_2.pth is written
+    with pytest.raises(CheckpointWriteError, match="epoch_2.pth"):
+        writer.flush()
+    assert keep.exists()
+    writer.remove(keep)  # after the failure was reported, the writer works again
+    writer.flush()
+    assert not keep.exists()
+
+
+def test_a_large_checkpoint_is_hashed_while_it_is_written(tmp_path: Path) -> None:
+    path = save_atomic({"w": torch.arange(2_000_000, dtype=torch.float32)}, tmp_path / "big.pth")
+    assert path.stat().st_size > 4 << 20  # hashed on a second thread
+    assert ckpt_mod.verify_file(path) is True
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 4
+    path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="checksum does not match"):
+        load_checkpoint_file(path)

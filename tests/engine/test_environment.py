@@ -16,7 +16,19 @@ def test_resolve_device_accepts_names_and_devices():
     assert resolve_device("cpu") == torch.device("cpu")
     device = torch.device("cpu")
     assert resolve_device(device) == device
-    assert resolve_device("cuda:1") == torch.device("cuda", 1)  # parsed, not opened
+    if torch.cuda.device_count() > 1:
+        assert resolve_device("cuda:1") == torch.device("cuda", 1)
+
+
+def test_a_device_this_machine_lacks_is_a_config_error_naming_what_it_has():
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    with pytest.raises(ConfigError) as info:
+        resolve_device(f"cuda:{count}")
+    assert f"device 'cuda:{count}'" in str(info.value)
+    assert "available here: auto, cpu" in str(info.value)
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="device 'cuda' is not available"):
+            resolve_device("cuda")
 
 
 def test_auto_is_cpu_without_cuda(monkeypatch):

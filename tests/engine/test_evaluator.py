@@ -117,3 +117,22 @@ def test_build_metrics_errors_are_config_errors():
         build_metrics({"n": 3})
     with pytest.raises(ConfigError, match="metrics must be a dict"):
         build_metrics(["accuracy"])
+
+
+def test_lists_of_data_samples_reach_each_metric_once_per_epoch():
+    calls = []
+
+    def accuracy(samples):
+        calls.append(len(samples))
+        return sum(s["pred"] == s["gt"] for s in samples) / len(samples)
+
+    evaluator = Evaluator({"acc": accuracy, "counts": lambda samples: {"n": len(samples)}})
+    evaluator.process([{"pred": 1, "gt": 1}, {"pred": 0, "gt": 1}])
+    evaluator.process(({"pred": 1, "gt": 1},))
+    assert evaluator.evaluate(3) == {"acc": pytest.approx(2 / 3), "n": 3.0}
+    assert calls == [3] and evaluator.compute() == {}  # evaluate() reset it
+
+
+def test_a_step_returning_something_else_is_a_clear_error():
+    with pytest.raises(TypeError, match="a dict or a list of data samples"):
+        Evaluator({}).process(3.0)

@@ -3,12 +3,15 @@ registration errors, HookError wrapping, on_exception isolation, profiling and t
 
 from __future__ import annotations
 
+import inspect
 import logging
+import warnings
 
 import pytest
 
 from hookline import ConfigError, Hook, HookError, Priority
 from hookline.engine.hook_table import HookProfile, HookTable
+from hookline.engine.stage_lint import HookStageWarning
 
 
 class Named(Hook):
@@ -186,3 +189,103 @@ def test_the_table_text_lists_stages_with_hooks_and_priorities():
     assert len(lines) == 2
     assert lines[0].startswith("before_train_iter") and "Named(45)" in lines[0]
     assert lines[1].startswith("after_train_epoch") and "Epochs(VERY_LOW)" in lines[1]
+
+
+# -- signatures decided at registration, stage-name typos ------------------------------------------
+class RunnerOnly(Hook):
+    """mmcv's style: every stage takes only ``runner``."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+
+    def after_train_iter(self, runner):
+        self.calls.append(("after_train_iter", runner))
+
+    def after_val_epoch(self, runner):
+        self.calls.append(("after_val_epoch", runner))
+
+
+def test_a_stage_taking_only_runner_is_called_with_runner_alone():
+    hook = RunnerOnly()
+    table = HookTable()
+    table.add(hook)
+    table.call("R", "after_train_iter", batch_idx=3, data_batch=None, outputs={"loss": 1})
+    table.call("R", "after_val_epoch", metrics={"acc": 1.0})
+    assert hook.calls == [("after_train_iter", "R"), ("after_val_epoch", "R")]
+    assert [m.__self__ for m in table.stages["after_train_iter"]] == [hook]
+
+
+def test_a_stage_naming_some_arguments_gets_those():
+    seen = []
+
+    class Partial(Hook):
+        def after_train_iter(self, runner, outputs):
+            seen.append(outputs)
+
+    table = HookTable()
+    table.add(Partial())
+    table.call(None, "after_train_iter", batch_idx=0, data_batch=None, outputs={"loss": 2})
+    assert seen == [{"loss": 2}]
+
+
+def test_signatures_are_inspected_at_registration_not_per_call(monkeypatch):
+    hook = RunnerOnly()
+    table = HookTable()
+    table.add(hook)
+    calls = []
+    original = inspect.signature
+    monkeypatch.setattr(inspect, "signature", lambda *a, **k: calls.append(a) or original(*a, **k))
+    for i in range(50):
+        table.call(None, "after_train_iter", batch_idx=i, data_batch=None, outputs=None)
+    assert calls == [] and len(hook.calls) == 50
+
+
+def test_a_full_signature_is_called_directly_without_a_wrapper():
+    table = HookTable()
+    table.add(Named("n", []))
+    (method,) = table.stages["before_train_iter"]
+    assert method.__func__ is Named.before_train_iter  # the bound method itself
+
+
+def test_a_stage_method_set_on_an_instance_is_dispatched():
+    seen = []
+    hook = Hook()
+    hook.after_train_epoch = lambda runner: seen.append(runner)
+    table = HookTable()
+    table.add(hook)
+    table.call("R", "after_train_epoch")
+    assert seen == ["R"] and hook.get_triggered_stages() == ["after_train_epoch"]
+
+
+def test_methods_that_look_like_stages_but_are_none_warn_once_at_registration():
+    class Typos(Hook):
+        def on_train_epoch_end(self, runner):
+            pass
+
+        def after_epochs(self, runner):
+            pass
+
+        def before_val_iteration(self, runner, batch_idx, data_batch=None):
+            pass
+
+        def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None):
+            pass  # a real stage: no warning
+
+        def momentum_update(self, model):
+            pass  # not stage-like: no warning
+
+    with pytest.warns(HookStageWarning) as caught:
+        HookTable().add(Typos())
+    messages = sorted(str(w.message) for w in caught)
+    assert len(messages) == 3
+    assert "Typos.after_epochs" in messages[0] and "did you mean '_after_epoch'" in messages[0]
+    assert "before_val_iteration" in messages[1] and "'before_val_iter'" in messages[1]
+    assert "on_train_epoch_end" in messages[2] and "'after_train_epoch'" in messages[2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        HookTable().add(Typos())  # the same class is checked once
+
+
+def test_get_triggered_stages_and_stages_are_mmengines():
+    assert Hook.stages[:3] == ("before_run", "after_load_checkpoint", "before_train")
+    assert Epochs().get_triggered_stages() == Epochs().triggered_stages() == ["after_train_epoch"]

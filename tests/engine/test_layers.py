@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-ABOVE = ("hookline.hooks", "hookline.inspect", "hookline.demo", "hookline.cli", "hookline.app")
+ABOVE = ("hookline.hooks", "hookline.inspect", "hookline.demo", "hookline.cli", "hookline.app",
+         "hookline.compat", "hookline.integrations")
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:

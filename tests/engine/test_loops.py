@@ -274,6 +274,25 @@ def test_a_dataloader_assigned_after_an_epoch_is_the_one_the_next_epoch_iterates
     assert runner.train_dataloader is bigger and runner.iter == 3 + 5 + 5
 
 
+def test_a_dataloader_assigned_in_before_train_epoch_is_the_one_that_epoch_iterates(tmp_path):
+    """MMEngine's YOLOX-style switch: the loader set in ``before_train_epoch`` runs at once."""
+    bigger = loader(40, shuffle=False)  # 5 batches
+    per_epoch: dict[int, int] = {}
+
+    class Switch(Hook):
+        def before_train_epoch(self, runner):
+            if runner.epoch == 1:
+                runner.train_loop.dataloader = bigger
+
+        def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None):
+            per_epoch[runner.epoch] = per_epoch.get(runner.epoch, 0) + 1
+
+    runner = make_runner(tmp_path, max_epochs=3, hooks=[Switch()])
+    runner.train()
+    assert per_epoch == {0: 3, 1: 5, 2: 5}
+    assert runner.max_iters == 3 * 3  # fixed when the loop was built, as in MMEngine
+
+
 # -- loops chosen by name -------------------------------------------------------------------------
 
 class CountingLoop(EpochBasedTrainLoop):

@@ -114,3 +114,48 @@ def test_each_runner_has_its_own_hub_with_the_runs_scalars_and_metrics(tmp_path)
     assert set(metrics) == {"acc", "loss"}
     assert runner.message_hub.latest("val/acc") == metrics["acc"]
     assert other.message_hub.keys() == []
+
+
+# -- MMEngine's methods --------------------------------------------------------------------------
+def test_mmengine_scalar_methods_and_history_buffers():
+    hub = MessageHub(window=4)
+    hub.update_scalar("train/loss", torch.tensor(4.0))
+    hub.update_scalars({"train/loss": 2.0, "train/acc": {"value": 0.5, "count": 3}})
+    hub.update_scalar("train/acc", 1.0, count=1)
+    loss = hub.get_scalar("train/loss")
+    assert loss.current() == 2.0 and loss.mean() == 3.0 and loss.mean(1) == 2.0
+    assert (loss.max(), loss.min(), len(loss)) == (4.0, 2.0, 2)
+    acc = hub.get_scalar("train/acc")
+    assert acc.mean() == pytest.approx((0.5 * 3 + 1.0) / 4)  # weighted by count
+    assert hub.mean("train/acc") == pytest.approx(0.625)
+    assert set(hub.log_scalars) == {"train/loss", "train/acc"}
+    with pytest.raises(KeyError, match="train/los"):
+        hub.get_scalar("train/los")
+    with pytest.raises(ValueError, match="one-element"):
+        hub.update_scalar("x", torch.ones(3))
+
+
+def test_mmengine_info_methods_and_live_runtime_info():
+    hub = MessageHub()
+    hub.update_info("dataset_meta", {"classes": ("a", "b")})
+    hub.update_info_dict({"seed": 3, "note": "x"})
+    assert hub.get_info("seed") == 3 and hub.get_info("missing", 7) == 7
+    assert hub.pop_info("note") == "x" and hub.pop_info("note", None) is None
+    hub.live_info = lambda: {"iter": 12}
+    hub.update_info("iter", 99)  # the Runner's position wins
+    assert hub.get_info("iter") == 12 and hub.runtime_info["seed"] == 3
+
+
+def test_a_runner_reports_its_position_and_is_the_current_hub(tmp_path):
+    data = TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,)))
+    seen = []
+    runner = Runner(torch.nn.Linear(4, 2), optimizer={"type": "SGD", "lr": 0.1},
+                    loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=2, work_dir=tmp_path,
+                    train_dataloader=DataLoader(data, batch_size=4),
+                    default_hooks={"logger": None, "progress": None, "checkpoint": None})
+    MessageHub()  # a newer hub ...
+    runner.on("after_train_epoch", lambda r: seen.append(
+        (MessageHub.get_current_instance() is r.message_hub, r.message_hub.get_info("epoch"),
+         r.message_hub.get_info("iter"), r.message_hub.runtime_info["max_iters"])))
+    runner.train()  # ... but the running Runner's is current
+    assert seen == [(True, 0, 4, 8), (True, 1, 8, 8)]  # epoch advances after these hooks

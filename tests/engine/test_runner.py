@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -9,6 +10,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from hookline import HOOKS, CheckpointError, ConfigError, Hook, HookError, Priority, Runner
+from hookline.engine.data import EpochSampler
 from hookline.engine.hook import STAGES
 
 from .toy import Net, dataset, make_runner
@@ -323,3 +325,28 @@ def test_hook_helpers():
     assert Hook.end_of_epoch(range(4), 3) and not Hook.end_of_epoch(range(4), 2)
     assert Hook.is_last_train_epoch(runner) and Hook.is_last_train_iter(runner)
     assert Hook().state_dict() == {} and Hook().triggered_stages() == []
+
+
+# -- MMEngine's runner attributes ----------------------------------------------------------------
+def test_cfg_timestamp_experiment_name_and_visualizer(tmp_path):
+    loader_cfg = {"dataset": {"type": "TensorDataset"}, "batch_size": 4}
+    runner = Runner(Net(), optimizer={"type": "SGD", "lr": 0.1}, loss_fn=torch.nn.CrossEntropyLoss(),
+                    max_epochs=1, work_dir=tmp_path / "run", train_dataloader=DataLoader(dataset()),
+                    val_dataloader=loader_cfg | {"dataset": dataset()}, seed=3)
+    assert runner.cfg.max_epochs == 1 and runner.cfg.optimizer.lr == 0.1 and runner.cfg.seed == 3
+    assert "train_dataloader" not in runner.cfg  # a DataLoader object is not config data
+    assert copy.deepcopy(runner.cfg).optimizer.type == "SGD"
+    assert len(runner.timestamp) == 15 and runner.experiment_name == f"run_{runner.timestamp}"
+    runner.visualizer.add_scalars({"loss": torch.tensor(0.5)}, step=2)
+    scalars = runner.work_dir / runner.timestamp / "vis_data" / "scalars.json"
+    assert json.loads(scalars.read_text()) == {"loss": 0.5, "step": 2}
+    configured = Runner(Net(), config={"experiment_name": "exp", "max_epochs": 1},
+                        work_dir=tmp_path / "cfg")
+    assert configured.experiment_name == "exp" and configured.cfg.max_epochs == 1
+
+
+def test_build_dataloader_builds_a_sharded_loader_from_a_config():
+    loader = Runner.build_dataloader({"dataset": dataset(12), "batch_size": 4, "shuffle": True})
+    assert len(loader) == 3 and isinstance(loader.sampler, EpochSampler)
+    with pytest.raises(ConfigError, match="dataset"):
+        Runner.build_dataloader({"batch_size": 4})

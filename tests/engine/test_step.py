@@ -72,7 +72,12 @@ def test_validation_step_may_return_a_dict_without_a_loss():
     outputs = {"preds": torch.zeros(4, 2), "targets": torch.zeros(4)}
     assert make_step(Returns(outputs), None, "val")(batch()) == outputs
     with pytest.raises(TypeError, match="Returns.validation_step must return a dict"):
-        make_step(Returns([1.0]), None, "val")(batch())
+        make_step(Returns(1.0), None, "val")(batch())
+
+
+def test_validation_steps_may_return_lists_of_data_samples():
+    samples = [{"pred": 1}, {"pred": 0}]
+    assert make_step(Returns(tuple(samples)), None, "val")(batch()) == samples
 
 
 def test_test_mode_falls_back_to_loss_fn_when_the_model_has_no_test_step():

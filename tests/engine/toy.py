@@ -1,13 +1,17 @@
 """A small deterministic training setup shared by the engine tests (and run as a script).
 
-As a script: ``python toy.py WORK_DIR [--resume auto] [--sleep S] [--out FILE]``
-trains with a checkpoint every 3 iterations and writes the final model and
-optimizer state to ``FILE``.
+As a script: ``python toy.py WORK_DIR [--resume auto] [--sleep S] [--out FILE] [--keep N]
+[--fault STAGE@ITER[:SIGNAL]] [--kill-before-delete]`` trains with a checkpoint every 3
+iterations and writes the final model and optimizer state to ``FILE``; ``--fault``
+signals the process itself at an exact point (:class:`FaultAt`), ``--kill-before-delete``
+SIGKILLs it right after the first checkpoint that keep-N deletes an older one for.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import time
 
 import torch
@@ -44,6 +48,39 @@ class Sleep(Hook):
         time.sleep(self.seconds)
 
 
+class FaultAt(Hook):
+    """At ``stage``, once ``at`` training iterations are done (``runner.state.resume_point``'s
+    count, the same in every stage): send ``signum`` to this very process, or raise
+    ``RuntimeError`` when ``signum`` is None. ``flush``: wait for background checkpoint writes
+    first (so a SIGKILL lands after them, not in the middle)."""
+
+    priority = "LOWEST"
+
+    def __init__(self, stage: str, at: int, signum: int | None = signal.SIGKILL,
+                 flush: bool = True) -> None:
+        self.at, self.signum, self.flush, self.fired = at, signum, flush, False
+        setattr(self, stage, self._fire)
+
+    def _fire(self, runner, **kwargs) -> None:
+        if self.fired or runner.state.resume_point[2] != self.at:
+            return
+        self.fired = True
+        if self.flush:
+            runner.flush_checkpoints()
+        if self.signum is None:
+            raise RuntimeError("fault injected")
+        os.kill(os.getpid(), self.signum)
+        if self.signum == signal.SIGKILL:
+            time.sleep(60)  # never returns: the signal ends the process
+
+
+def parse_fault(text: str) -> FaultAt:
+    """``"after_train_epoch@16:SIGTERM"`` -> FaultAt (the signal defaults to SIGKILL)."""
+    stage, _, rest = text.partition("@")
+    at, _, name = rest.partition(":")
+    return FaultAt(stage, int(at), getattr(signal, name or "SIGKILL"))
+
+
 def make_runner(work_dir, *, max_epochs: int | None = 4, max_iters: int | None = None,
                 hooks=(), checkpoint_every: int | None = None, **kwargs) -> Runner:
     torch.manual_seed(0)
@@ -55,7 +92,7 @@ def make_runner(work_dir, *, max_epochs: int | None = 4, max_iters: int | None =
     data = dataset()
     return Runner(
         model,
-        optimizer={"type": "Adam", "lr": 0.01},
+        optimizer=kwargs.pop("optimizer", {"type": "Adam", "lr": 0.01}),
         param_scheduler={"type": "StepLR", "step_size": 4, "gamma": 0.7, "by_epoch": False},
         loss_fn=torch.nn.CrossEntropyLoss(),
         train_dataloader=DataLoader(data, batch_size=8, shuffle=True),
@@ -85,10 +122,24 @@ def main() -> None:
     parser.add_argument("--resume", default=None)
     parser.add_argument("--sleep", type=float, default=0.0)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--keep", type=int, default=-1)
+    parser.add_argument("--fault", default=None, metavar="STAGE@ITER[:SIGNAL]")
+    parser.add_argument("--kill-before-delete", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
     hooks = [Sleep(args.sleep)] if args.sleep else []
-    runner = make_runner(args.work_dir, hooks=hooks, checkpoint_every=3, resume=args.resume)
+    if args.fault:
+        hooks.append(parse_fault(args.fault))
+    runner = make_runner(args.work_dir, hooks=hooks, checkpoint_every=3, resume=args.resume,
+                         default_hooks={"checkpoint": {"type": "CheckpointHook", "interval": 3,
+                                                       "by_epoch": False,
+                                                       "max_keep_ckpts": args.keep}})
+    if args.kill_before_delete:
+        def kill(path) -> None:  # the new checkpoint is on disk, the old one not yet deleted
+            runner.flush_checkpoints()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        runner.remove_checkpoint = kill
     runner.train()
     if args.out:
         torch.save(final_state(runner), args.out)

@@ -186,3 +186,61 @@ def test_file_names_from_a_crafted_checkpoint_never_delete_outside_the_work_dir(
 def test_filename_tmpl_with_a_folder_is_refused():
     with pytest.raises(ConfigError, match="filename_tmpl must be a file name"):
         CheckpointHook(filename_tmpl="../escaped_{}.pth")
+
+
+def test_names_from_a_checkpoint_that_are_not_the_hooks_own_are_ignored_with_a_warning(tmp_path):
+    """Plain names of other files in the work dir (the log, the user's notes) are not taken
+    either: only names the hook makes (its template, iter_N.pth, best_<metric>_...)."""
+    work = tmp_path / "work"
+    make_runner(work, CheckpointHook(max_keep_ckpts=1, save_best="accuracy"), max_epochs=1).train()
+    (work / "notes.txt").write_text("mine")
+    checkpoint = torch.load(work / "epoch_1.pth", weights_only=True)
+    state = checkpoint["hooks"]["CheckpointHook"]
+    state["kept"] = ["notes.txt", "../victim.pth", *state["kept"]]
+    state["stale"] = ["log.txt"]
+    state["best"]["previous"] = "/etc/passwd"
+    torch.save(checkpoint, work / "crafted.pth")
+    make_runner(work, CheckpointHook(max_keep_ckpts=1, save_best="accuracy"), max_epochs=3,
+                resume=work / "crafted.pth").train()
+    assert (work / "notes.txt").read_text() == "mine" and (work / "log.txt").exists()
+    warnings = [line for line in (work / "log.txt").read_text().splitlines() if "ignored" in line]
+    assert len(warnings) == 2  # the hook's names, and the best file's
+    assert "'notes.txt', '../victim.pth', 'log.txt'" in warnings[0]
+    assert "'/etc/passwd'" in warnings[1] and "never deleted" in warnings[1]
+
+
+def test_a_deletion_an_interrupted_run_left_undone_is_finished_when_it_resumes(tmp_path):
+    """keep-N writes the new file, then deletes the oldest: a kill in between leaked it."""
+    make_runner(tmp_path, CheckpointHook(max_keep_ckpts=2), max_epochs=3).train()
+    saved = load_checkpoint_file(tmp_path / "epoch_3.pth")["hooks"]["CheckpointHook"]
+    assert saved["stale"] == ["epoch_1.pth"]  # due for deletion once epoch_3.pth was written
+    (tmp_path / "epoch_1.pth").write_bytes((tmp_path / "epoch_2.pth").read_bytes())  # the leak
+    make_runner(tmp_path, CheckpointHook(max_keep_ckpts=2), max_epochs=4, resume="auto").train()
+    assert pth(tmp_path) == ["epoch_3.pth", "epoch_4.pth"]
+    assert "removed epoch_1.pth: over max_keep_ckpts" in (tmp_path / "log.txt").read_text()
+
+
+def test_a_previous_best_file_an_interrupted_run_left_is_removed_when_it_resumes(tmp_path):
+    make_runner(tmp_path, CheckpointHook(save_best="accuracy"), max_epochs=2).train()
+    best = next(p for p in tmp_path.glob("best_*.pth"))
+    checkpoint = torch.load(best, weights_only=True)
+    checkpoint["hooks"]["CheckpointHook"]["best"]["previous"] = "best_accuracy_epoch_0.pth"
+    torch.save(checkpoint, best)
+    (tmp_path / "best_accuracy_epoch_0.pth").write_bytes(b"an older best")
+    make_runner(tmp_path, CheckpointHook(save_best="accuracy"), max_epochs=3, resume=best).train()
+    assert not (tmp_path / "best_accuracy_epoch_0.pth").exists()
+    assert "a previous best checkpoint an interrupted run" in (tmp_path / "log.txt").read_text()
+
+
+@pytest.mark.parametrize("out_dir", [None, "checkpoints"])
+def test_temp_files_of_interrupted_writes_are_removed_when_a_run_starts(tmp_path, out_dir):
+    folder = tmp_path / out_dir if out_dir else tmp_path
+    folder.mkdir(exist_ok=True)
+    ours = [".epoch_3.pth.ab_12cd9.tmp", ".latest.zz9y8x7w.tmp"]
+    others = [".notes.txt.ab12cd90.tmp", ".epoch_3.pth.tmp", "epoch_3.pth.ab12cd90.tmp"]
+    for name in ours + others:
+        (folder / name).write_bytes(b"partial")
+    make_runner(tmp_path, CheckpointHook(out_dir=out_dir and folder), max_epochs=1).train()
+    left = sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+    assert left == sorted(others)
+    assert "removed 2 unfinished checkpoint write(s)" in (tmp_path / "log.txt").read_text()

@@ -396,7 +396,7 @@ def test_arguments_are_checked_early() -> None:
             GradientMonitorHook(**kwargs)
     with pytest.raises(ConfigError, match="did you mean 'ReLU'"):
         ActivationStatsHook(types=["Relu"])
-    with pytest.raises(ConfigError, match="saturation must be in"):
+    with pytest.raises(ConfigError, match="saturation must be a finite number in \\[0, 0.5\\)"):
         ActivationStatsHook(saturation=0.5)
     with pytest.raises(ConfigError, match="types must be nn.Module classes"):
         ActivationStatsHook(types=[int])

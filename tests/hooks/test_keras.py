@@ -149,7 +149,7 @@ def test_stop_training_from_epoch_end_and_from_a_batch(tmp_path):
             if batch == 2:
                 self.runner.stop_training = True
 
-    assert StopAtBatch2().triggered_stages() == ["after_train_iter"]
+    assert StopAtBatch2().triggered_stages() == ["after_train_iter", "after_train_epoch"]
     runner = make_runner(tmp_path / "b", hooks=[StopAtBatch2()], max_epochs=5)
     runner.train()
     assert runner.iter == 3
@@ -208,3 +208,20 @@ def test_resume_in_the_middle_of_an_epoch_keeps_the_epoch_means(tmp_path):
     assert sorted(resumed_cb.logs) == [1, 2]
     assert resumed_cb.logs[1] == whole_cb.logs[1] and resumed_cb.logs[2] == whole_cb.logs[2]
     assert_equal_states(snapshot(resumed.model), snapshot(whole.model))
+
+
+def test_batch_only_callbacks_get_the_running_mean_of_their_own_epoch(tmp_path):
+    """Issue 14: a callback with only on_train_batch_end kept one running mean over the whole
+    run, so from epoch 2 on ``logs["loss"]`` was not the epoch's mean."""
+    last_of_epoch: list[float] = []
+
+    class LastBatch(KerasCallback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 5:
+                last_of_epoch.append(logs["loss"])
+
+    runner = make_runner(tmp_path, hooks=[LastBatch()], max_epochs=2)
+    losses: list[float] = []
+    runner.on("after_train_iter", lambda r, outputs, **kw: losses.append(outputs["loss"].item()))
+    runner.train()
+    assert last_of_epoch == pytest.approx([sum(losses[:6]) / 6, sum(losses[6:]) / 6], rel=1e-6)

@@ -37,13 +37,15 @@ class MLP(nn.Sequential):
 
 
 class BasicBlock(nn.Module):
-    """A ResNet basic block, with in-place ReLUs as in torchvision."""
+    """A ResNet basic block, with in-place ReLUs and an in-place residual add as in torchvision
+    (``inplace=False``: the same block with out-of-place ops, for comparisons)."""
 
-    def __init__(self, cin: int, cout: int, stride: int = 1) -> None:
+    def __init__(self, cin: int, cout: int, stride: int = 1, inplace: bool = True) -> None:
         super().__init__()
+        self.inplace = inplace
         self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(cout)
-        self.relu = nn.ReLU(inplace=True)
+        self.relu = nn.ReLU(inplace=inplace)
         self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(cout)
         self.downsample = None
@@ -54,21 +56,31 @@ class BasicBlock(nn.Module):
         identity = x if self.downsample is None else self.downsample(x)
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
-        out += identity
+        if self.inplace:
+            out += identity
+        else:
+            out = out + identity
         return self.relu(out)
 
 
 class SmallResNet(nn.Module):
-    """A ResNet-18-shaped network, narrow: stem, layer1..layer3 of two blocks, pool, fc."""
+    """A ResNet-18-shaped network, narrow: stem, layer1..layer3 of two blocks, pool, fc.
 
-    def __init__(self, width: int = 8, num_classes: int = 10) -> None:
+    ``inplace=False`` builds the same network with out-of-place ReLUs and residual adds.
+    """
+
+    def __init__(self, width: int = 8, num_classes: int = 10, inplace: bool = True) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(3, width, 3, 1, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(width)
-        self.relu = nn.ReLU(inplace=True)
-        self.layer1 = nn.Sequential(BasicBlock(width, width), BasicBlock(width, width))
-        self.layer2 = nn.Sequential(BasicBlock(width, 2 * width, 2), BasicBlock(2 * width, 2 * width))
-        self.layer3 = nn.Sequential(BasicBlock(2 * width, 4 * width, 2), BasicBlock(4 * width, 4 * width))
+        self.relu = nn.ReLU(inplace=inplace)
+
+        def block(cin: int, cout: int, stride: int = 1) -> BasicBlock:
+            return BasicBlock(cin, cout, stride, inplace)
+
+        self.layer1 = nn.Sequential(block(width, width), block(width, width))
+        self.layer2 = nn.Sequential(block(width, 2 * width, 2), block(2 * width, 2 * width))
+        self.layer3 = nn.Sequential(block(2 * width, 4 * width, 2), block(4 * width, 4 * width))
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(4 * width, num_classes)
 

@@ -87,3 +87,48 @@ def test_custom_types_reset_table_and_errors():
         ActivationStats(nn.Sequential(nn.Linear(2, 2)), types=[nn.ReLU])
     with pytest.raises(ConfigError, match="unknown activation layer"):
         ActivationStats(net).sample("7")
+
+
+def test_dead_and_saturated_alerts_name_the_step_and_the_layer():
+    relu, sig = nn.ReLU(), nn.Sigmoid()
+    model = nn.Sequential(nn.Linear(4, 4), relu, nn.Linear(4, 4), sig)
+    with torch.no_grad():
+        model[0].bias.fill_(0)
+        model[2].weight.fill_(0)
+    with ActivationStats(model, dead_threshold=0.6, saturation_threshold=0.5) as stats:
+        model(torch.randn(8, 4))                               # step 0: about half dead; sigmoid(0 + b)
+        with torch.no_grad():
+            model[0].bias.fill_(-100)                          # step 1: every ReLU output is 0
+            model[2].bias.fill_(100)                           # ... and the Sigmoid sits at 1
+        model(torch.randn(8, 4))
+    alerts = stats.alerts
+    assert (1, "1", "dead") in alerts and (1, "3", "saturated") in alerts
+    assert not [a for a in alerts if a[0] == 0 and a[2] == "saturated"]
+    assert stats.step == 2 and "dead" in stats.table()
+    stats.reset()
+    assert stats.alerts == [] and stats.step == 2
+
+
+def test_alerts_are_checked_in_batches_not_per_call(monkeypatch):
+    """Until alerts are read (or FLUSH_EVERY steps pass), the per-call counts stay where they are."""
+    from hookline.inspect import activations  # noqa: PLC0415
+
+    monkeypatch.setattr(activations, "FLUSH_EVERY", 3)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    with ActivationStats(model, dead_threshold=0.0) as stats:
+        for _ in range(3):
+            model(torch.randn(2, 4))
+        assert len(stats._pending) == 3 and not stats._alerts  # noqa: SLF001 - nothing read yet
+        model(torch.randn(2, 4))                                 # the 4th step flushes the first 3
+        assert len(stats._pending) == 1 and len(stats._alerts) > 0  # noqa: SLF001
+    assert [step for step, *_ in stats.alerts] == [0, 1, 2, 3]
+
+
+def test_no_thresholds_no_alerts_and_bad_thresholds_are_config_errors():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    with ActivationStats(model) as stats:
+        model(torch.randn(2, 4))
+    assert stats.alerts == [] and stats._pending == []  # noqa: SLF001
+    for bad in (1.5, -0.1, "high", True):
+        with pytest.raises(ConfigError, match="dead_threshold must be a fraction"):
+            ActivationStats(model, dead_threshold=bad)

@@ -122,3 +122,24 @@ def test_in_place_overwrite_is_reported_and_clone_keeps_the_true_output(net):
         net(x)
     assert torch.allclose(fx.features["bn1"], net.bn1(net.conv1(x)))
     assert fx.features["bn1"].min() < 0
+
+
+def test_an_lstm_fed_a_packed_sequence_keeps_its_packed_output():
+    from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence  # noqa: PLC0415
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(4, 6)
+
+        def forward(self, packed):
+            return self.lstm(packed)[1][0]
+
+    model = Tagger()
+    packed = pack_padded_sequence(torch.randn(5, 3, 4), torch.tensor([5, 3, 2]))
+    with FeatureExtractor(model, ["lstm"], clone=True) as fx:
+        model(packed)
+    output, (h, c) = fx.features["lstm"]
+    assert isinstance(output, PackedSequence) and output.data.shape == (10, 6)
+    assert torch.equal(output.batch_sizes, packed.batch_sizes) and h.shape == (1, 3, 6)
+    assert output.data.grad_fn is None

@@ -17,7 +17,7 @@ def _step(model, x=None, scale=1.0):
     (model(x).sum() * scale).backward()
 
 
-def test_report_holds_norm_mean_std_max_of_each_gradient():
+def test_report_holds_norm_mean_std_min_max_and_abs_max_of_each_gradient():
     torch.manual_seed(0)
     model = MLP()
     with GradientMonitor(model) as monitor:
@@ -31,7 +31,9 @@ def test_report_holds_norm_mean_std_max_of_each_gradient():
         assert stats["norm"] == pytest.approx(float(g.norm()), rel=1e-5)
         assert stats["mean"] == pytest.approx(float(g.mean()), rel=1e-4, abs=1e-8)
         assert stats["std"] == pytest.approx(float(g.std(correction=0)), rel=1e-4)
-        assert stats["max"] == pytest.approx(float(g.abs().max()), rel=1e-6)
+        assert stats["min"] == pytest.approx(float(g.min()), rel=1e-6)
+        assert stats["max"] == pytest.approx(float(g.max()), rel=1e-6)
+        assert stats["abs_max"] == pytest.approx(float(g.abs().max()), rel=1e-6)
 
 
 def test_one_step_per_backward_and_every_n():

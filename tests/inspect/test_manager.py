@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from hookline.core import ConfigError, HookHandle
+from hookline.core import ConfigError, HookError, HookHandle
 from hookline.inspect import HookManager
 
 from .models import SmallResNet, hook_state
@@ -60,8 +60,9 @@ def test_torch_options_pass_through():
         ran = []
         hooks.register(lin, broken, kind="forward_pre")
         hooks.register(lin, lambda m, a, out: ran.append(out), always_call=True)
-        with pytest.raises(ValueError, match="boom"):
+        with pytest.raises(HookError, match="broken failed at Linear.forward_pre: ValueError: boom") as info:
             lin(torch.ones(1, 2))
+        assert isinstance(info.value.__cause__, ValueError) and info.value.hook is broken
         assert ran == [None]
 
 
@@ -100,9 +101,9 @@ def test_every_hook_table_is_exactly_restored(net):
     with HookManager(net) as hooks:
         hooks.register(nn.Module, lambda m, a, o: None, prepend=True)
         hooks.register(nn.Module, lambda m, a: None, kind="forward_pre", prepend=True)
-        # full backward hooks break a following in-place op (torch#61519): only where none follows
-        hooks.register([nn.Conv2d, nn.Linear], lambda m, gi, go: None, kind="backward", prepend=True)
-        hooks.register([nn.Conv2d, nn.Linear], lambda m, go: None, kind="backward_pre")
+        # backward hooks on every module, in-place ReLUs included
+        hooks.register(nn.Module, lambda m, gi, go: None, kind="backward", prepend=True)
+        hooks.register(nn.Module, lambda m, go: None, kind="backward_pre")
         hooks.register(nn.Conv2d, lambda m, a, k, o: None, with_kwargs=True, always_call=True)
         hooks.register(nn.Linear, lambda m, a, k: None, kind="forward_pre", with_kwargs=True)
         hooks.register(nn.Module, lambda g: None, kind="tensor")
@@ -110,7 +111,7 @@ def test_every_hook_table_is_exactly_restored(net):
         net(x).sum().backward()
         assert hook_state(net, x) != before
     assert hook_state(net, x) == before
-    assert net.conv1._is_full_backward_hook is None  # noqa: SLF001 - the flag remove() must reset
+    assert net.conv1._is_full_backward_hook is None  # noqa: SLF001 - torch's full-hook flag untouched
     existing.remove()
 
 
@@ -142,10 +143,14 @@ def test_bad_kinds_options_and_targets_are_config_errors(net):
     hooks = HookManager(net)
     with pytest.raises(ConfigError, match="did you mean 'forward'"):
         hooks.register("fc", print, kind="forwrd")
-    with pytest.raises(ConfigError, match="always_call.*accepted: prepend, with_kwargs"):
+    with pytest.raises(ConfigError, match="always_call.*accepted: every, once, prepend, when, with_kwargs"):
         hooks.register("fc", print, kind="forward_pre", always_call=True)
-    with pytest.raises(ConfigError, match="takes no options"):
+    with pytest.raises(ConfigError, match="'tensor' cannot prepend"):
         hooks.register("fc", print, kind="tensor", prepend=True)
+    with pytest.raises(ConfigError, match="did you mean 'every'"):
+        hooks.register("fc", print, evry=2)
+    with pytest.raises(ConfigError, match="every must be an int >= 1"):
+        hooks.register("fc", print, every=0)
     with pytest.raises(ConfigError, match="needs a module target"):
         hooks.register(torch.ones(2, requires_grad=True), print)
     with pytest.raises(ConfigError, match="does not require grad"):

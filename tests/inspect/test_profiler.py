@@ -58,3 +58,39 @@ def test_types_select_non_leaf_modules():
     times = {t.name: t for t in prof.report()}
     assert sorted(times) == ["0", "Sequential"]  # the model itself is named by its class
     assert times["Sequential"].total_ms >= times["0"].total_ms
+
+
+def test_warmup_calls_are_not_timed_and_std_describes_the_spread():
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8))
+    seen = []
+    model[0].register_forward_hook(lambda m, a, out: seen.append(1))
+    with torch.no_grad(), LayerProfiler(model, warmup=2) as prof:
+        for _ in range(5):
+            model(torch.randn(4, 32))
+    times = {t.name: t for t in prof.report()}
+    assert len(seen) == 5                                  # all five calls ran ...
+    assert prof.forward_calls == 3 and all(t.calls == 3 for t in times.values())   # ... three were timed
+    assert all(t.std_ms >= 0 for t in times.values())
+    assert "std ms" in prof.table()
+
+
+def test_std_is_the_spread_of_the_per_call_times(monkeypatch):
+    """Fake clock: each call of the layer takes 1, 2, then 3 ms."""
+    from hookline.inspect import profiler  # noqa: PLC0415 - the module whose clock is replaced
+
+    ticks = iter([0.0, 0.0, 0.001, 0.001,  0.010, 0.010, 0.012, 0.012,  0.020, 0.020, 0.023, 0.023])
+    monkeypatch.setattr(profiler.time, "perf_counter", lambda: next(ticks))
+    layer = nn.Identity()
+    with LayerProfiler(layer, types=[nn.Identity]) as prof:
+        for _ in range(3):
+            layer(torch.zeros(1))
+    (timing,) = prof.report()
+    assert timing.calls == 3 and timing.mean_ms == pytest.approx(2.0)
+    assert timing.std_ms == pytest.approx((2 / 3) ** 0.5)
+
+
+def test_a_negative_warmup_is_a_config_error():
+    from hookline.core import ConfigError  # noqa: PLC0415
+
+    with pytest.raises(ConfigError, match="warmup must be an int >= 0"):
+        LayerProfiler(nn.Linear(2, 2), warmup=-1)

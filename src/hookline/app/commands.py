@@ -80,7 +80,7 @@ def run_train(args: argparse.Namespace) -> int:
     (exit code 128 + signal number) after a checkpoint is saved."""
     cfg, name = _load(args)
     work_dir = args.work_dir or cfg.get("work_dir") or DEFAULT_WORK_DIRS / name
-    runner = build_runner(cfg, work_dir=work_dir, resume=args.resume)
+    runner = build_runner(cfg, work_dir=work_dir, resume=args.resume, for_training=True)
     if args.resume is None and cfg.get("resume") is None and (runner.work_dir / "latest").exists():
         runner.logger.info("%s already holds checkpoints: starting a new run "
                            "(pass --resume auto to continue the last one)", runner.work_dir)

@@ -109,9 +109,13 @@ def load_config(path: str | Path) -> dict:
     if path.suffix.lower() not in (".yaml", ".yml", ".json"):
         raise ConfigError(f"config file {str(path)!r} must end in .yaml, .yml or .json")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a UTF-8 byte-order mark is fine
     except FileNotFoundError:
         raise ConfigError(f"config file {str(path)!r} not found") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (byte "
+                          f"0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as "
+                          "UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from None
     try:
@@ -266,11 +270,15 @@ def _fill_default_hooks(cfg: dict) -> None:
 
 def resolve_config(cfg: Mapping | str | Path, *, work_dir: str | Path | None = None,
                    resume: str | Path | None = None, overrides: Sequence[str] = (),
-                   runner_cls: type[Runner] | None = None) -> dict:
+                   runner_cls: type[Runner] | None = None, for_training: bool = False) -> dict:
     """Load (when a path), apply ``overrides``, fill in ``work_dir`` / ``resume``, import
     ``custom_imports`` and validate: the dict :func:`build_runner` builds from.
 
     ``work_dir`` and ``resume`` given here win over the config's own.
+    ``for_training`` also requires what training needs (``train_dataloader``,
+    ``max_epochs`` or ``max_iters``, an optimizer, a loss); ``hookline train``
+    sets it. Nothing is built and nothing is written (see docs/cli.md,
+    "Checked before anything is built").
 
     Example::
 
@@ -291,7 +299,7 @@ def resolve_config(cfg: Mapping | str | Path, *, work_dir: str | Path | None = N
     _fill_default_hooks(cfg)
     _import_custom(cfg.get("custom_imports"))
     register_builtins()
-    validate_config(cfg, runner_arguments(runner_cls or Runner))
+    validate_config(cfg, runner_arguments(runner_cls or Runner), for_training=for_training)
     return cfg
 
 
@@ -315,17 +323,18 @@ def save_config(cfg: Mapping, path: str | Path) -> Path:
 
 def build_runner(cfg: Mapping | str | Path, *, work_dir: str | Path | None = None,
                  resume: str | Path | None = None, overrides: Sequence[str] = (),
-                 runner_cls: type[Runner] | None = None) -> Runner:
+                 runner_cls: type[Runner] | None = None, for_training: bool = False) -> Runner:
     """Validate a config (dict or YAML/JSON path), build the Runner, save ``work_dir/config.yaml``.
 
-    The whole config is checked
-    before the model or any data is built; the resolved config (overrides
+    The whole config is checked (``for_training``: also what training needs,
+    as ``hookline train`` asks) before the model or any data is built and
+    before anything is written; the resolved config (overrides
     applied, ``work_dir`` filled in) goes to the Runner as ``config=`` and so
     into every checkpoint's ``meta``.
     """
     runner_cls = runner_cls or Runner
     cfg = resolve_config(cfg, work_dir=work_dir, resume=resume, overrides=overrides,
-                         runner_cls=runner_cls)
+                         runner_cls=runner_cls, for_training=for_training)
     kwargs = {k: v for k, v in cfg.items() if k not in CONFIG_ONLY_KEYS}
     if cfg.get("num_threads") is not None:
         torch.set_num_threads(cfg["num_threads"])

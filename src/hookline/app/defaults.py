@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import hookline.demo.registry
 import hookline.hooks
+from hookline.engine.default_hooks import LEGACY_DEFAULT_HOOKS
 
-#: ``default_hooks`` keys of hookline 0.1 that are no longer defaults but still accepted
-#: without a ``type``: ``default_hooks.optimizer: {grad_clip: ...}`` configures the
-#: optimizer wrapper through mmcv's OptimizerHook.
-LEGACY_DEFAULT_HOOKS: dict[str, dict] = {"optimizer": {"type": "OptimizerHook"}}
+__all__ = ["LEGACY_DEFAULT_HOOKS", "register_builtins"]
 
 
 def register_builtins() -> None:

@@ -1,6 +1,6 @@
 """hookline.core: generic hooks in pure Python (no torch import).
 
-Pre-, post- and exception-hooks on functions (:func:`hookable`), event hooks
+Pre-, around-, post- and exception-hooks on functions (:func:`hookable`, :class:`Skip`), event hooks
 (:class:`Event`, :class:`EventBus`, :func:`observe`), removable handles,
 priorities, filters (``once``, ``every``, ``when``), async emission, and a
 config :class:`Registry`.
@@ -14,6 +14,7 @@ Example::
     ['backed up model.pth']
 """
 
+from .around import Skip
 from .bus import EventBus
 from .errors import ConfigError, HookError
 from .event import Event
@@ -30,6 +31,7 @@ __all__ = [
     "Event",
     "EventBus",
     "hookable",
+    "Skip",
     "observed",
     "observe",
     "Registry",

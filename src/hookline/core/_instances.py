@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -15,7 +16,8 @@ class InstanceTable(Generic[V]):
     """Maps live objects (by identity) to a value built on first use.
 
     Entries vanish when their object is garbage-collected; copies of an object
-    (``copy.deepcopy``, pickling) do not inherit them.
+    (``copy.deepcopy``, pickling) do not inherit them. ``get`` takes no lock;
+    ``setdefault`` does, so threads hooking one object at once share one value.
     """
 
     def __init__(self, factory: Callable[[Any], V],
@@ -23,6 +25,7 @@ class InstanceTable(Generic[V]):
         self._factory = factory
         self._on_drop = on_drop
         self._items: dict[int, tuple[weakref.ref[Any], V]] = {}
+        self._lock = threading.RLock()
 
     def get(self, obj: Any) -> V | None:
         """The value for ``obj``, or None."""
@@ -35,6 +38,13 @@ class InstanceTable(Generic[V]):
         item = self._items.get(key)
         if item is not None:
             return item[1]
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None:
+                return item[1]
+            return self._create(obj, key)
+
+    def _create(self, obj: Any, key: int) -> V:
         items = self._items
         on_drop = self._on_drop
 

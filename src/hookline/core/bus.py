@@ -49,7 +49,8 @@ class EventBus:
         if event is None:
             if self._strict:
                 raise self._unknown(name)
-            event = self._events[name] = Event(name)
+            # setdefault is atomic: threads asking for a new name at once all get the same Event
+            event = self._events.setdefault(name, Event(name))
         return event
 
     @overload
@@ -87,7 +88,7 @@ class EventBus:
 
     def names(self) -> list[str]:
         """The event names known to the bus."""
-        return list(self._events)
+        return list(self._events.copy())
 
     def __contains__(self, name: object) -> bool:
         return name in self._events

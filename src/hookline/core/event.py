@@ -4,6 +4,13 @@ The call list is precomputed at registration (pluggy's lesson): ``emit`` is
 one tight loop over a list, with no sorting, no filtering bookkeeping and no
 lookups per call.
 
+**Threads.** ``register``, ``remove`` and ``clear`` hold the event's lock;
+``emit`` takes none. It reads the published call list once (one attribute
+load, atomic) and walks it; a removal blanks the hook out of every list an
+emission may still be walking (one atomic item store). The ``every`` counter
+and the ``once`` claim are atomic too, so a ``once`` hook runs exactly once
+however many threads emit.
+
 Example::
 
     >>> from hookline.core import Event
@@ -21,6 +28,8 @@ Example::
 from __future__ import annotations
 
 import inspect
+import itertools
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, overload
@@ -80,19 +89,22 @@ def filtered(fn: Callable[..., Any], once: bool, every: int, when: Callable[...,
     """
     if not once and every == 1 and when is None and gate is None:
         return fn
-    seen = 0
+    # Both are atomic under concurrent emissions: ``next`` on a C counter, ``pop`` on a list.
+    seen = itertools.count(1)
+    token = [True]
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        nonlocal seen
         if gate is not None and not gate(*args, **kwargs):
             return SKIP
-        if every != 1:
-            seen += 1
-            if seen % every:
-                return SKIP
+        if every != 1 and next(seen) % every:
+            return SKIP
         if when is not None and not when(*args, **kwargs):
             return SKIP
         if once:
+            try:
+                token.pop()  # only one emission, in one thread, gets the token
+            except IndexError:
+                return SKIP
             remove()
         return fn(*args, **kwargs)
 
@@ -109,10 +121,13 @@ def hook_of(call: Callable[..., Any]) -> Callable[..., Any]:
 class Event:
     """A hook point. ``register`` hooks, then ``emit`` to call them in priority order."""
 
-    __slots__ = ("name", "_entries", "_calls", "_retired", "_seq", "on_change", "__weakref__")
+    __slots__ = ("name", "_entries", "_calls", "_retired", "_seq", "_lock", "on_change", "__weakref__")
 
     def __init__(self, name: str) -> None:
         self.name = name
+        # Re-entrant: a hook removed by a weakref callback or __del__ that runs inside a
+        # locked section (garbage collection) must not deadlock.
+        self._lock = threading.RLock()
         self._entries: list[_Entry] = []
         self._retired: list[weakref.ref[_Calls]] = []
         self._seq = 0
@@ -151,27 +166,30 @@ class Event:
         # The remover reads ``entry`` (assigned below) only when it is called.
         handle = HookHandle(lambda: self._remove(entry), fn, self.name)
         call = filtered(fn, once, every, when, handle.remove, _gate)
-        entry = _Entry(fn, int(level), self._seq, call, handle)
-        self._seq += 1
-        index = len(self._entries)
-        while index and self._entries[index - 1].priority > entry.priority:
-            index -= 1
-        self._entries.insert(index, entry)
-        self._publish()
+        with self._lock:
+            entry = _Entry(fn, int(level), self._seq, call, handle)
+            self._seq += 1
+            index = len(self._entries)
+            while index and self._entries[index - 1].priority > entry.priority:
+                index -= 1
+            self._entries.insert(index, entry)
+            self._publish()
         return handle
 
     def _remove(self, entry: _Entry) -> None:
-        if entry not in self._entries:
-            return
-        self._entries.remove(entry)
-        # Emissions in flight iterate an older call list: blank the hook out of
-        # every list still alive, so it is not called later in that emission.
-        for ref in [*self._retired, weakref.ref(self._calls)]:
-            calls = ref()
-            if calls is not None and entry in calls.entries:
-                calls[calls.entries.index(entry)] = _skipped
-                calls.may_skip = True
-        self._publish()
+        with self._lock:
+            if entry not in self._entries:
+                return
+            self._entries.remove(entry)
+            # Emissions in flight iterate an older call list: blank the hook out of
+            # every list still alive, so it is not called later in that emission.
+            # (``may_skip`` first: an emission that reads the blank also filters it.)
+            for ref in [*self._retired, weakref.ref(self._calls)]:
+                calls = ref()
+                if calls is not None and entry in calls.entries:
+                    calls.may_skip = True
+                    calls[calls.entries.index(entry)] = _skipped
+            self._publish()
 
     def _build(self) -> _Calls:
         calls = _Calls(e.call for e in self._entries)
@@ -190,14 +208,16 @@ class Event:
 
     def clear(self) -> None:
         """Remove every hook (their handles then report ``removed``)."""
-        for entry in list(self._entries):
+        with self._lock:
+            entries = list(self._entries)
+        for entry in entries:
             entry.handle.remove()
 
     # -- introspection ----------------------------------------------------------
     @property
     def hooks(self) -> tuple[Callable[..., Any], ...]:
         """The registered callables, in call order."""
-        return tuple(e.fn for e in self._entries)
+        return tuple(e.fn for e in tuple(self._entries))  # a snapshot: other threads may register
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -16,30 +16,38 @@ Example::
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 
 class HookHandle:
-    """Removes one hook. ``remove()`` is idempotent; ``with handle:`` removes on exit."""
+    """Removes one hook. ``remove()`` is idempotent; ``with handle:`` removes on exit.
+
+    Thread-safe: when several threads call ``remove()`` at once, the remover
+    runs exactly once.
+    """
 
     __slots__ = ("_remover", "hook", "point")
 
     def __init__(self, remover: Callable[[], Any], hook: Any = None, point: str = "") -> None:
-        self._remover: Callable[[], Any] | None = remover
+        # A one-item list: ``pop()`` hands the remover to exactly one caller (atomic).
+        self._remover: list[Callable[[], Any]] = [remover]
         self.hook = hook
         self.point = point
 
     @property
     def removed(self) -> bool:
         """True once the hook has been removed (by this handle or by ``once=True``)."""
-        return self._remover is None
+        return not self._remover
 
     def remove(self) -> None:
         """Remove the hook; a second call does nothing."""
-        remover, self._remover = self._remover, None
-        if remover is not None:
-            remover()
+        try:
+            remover = self._remover.pop()
+        except IndexError:
+            return
+        remover()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the hook itself, so a decorated function stays callable."""
@@ -57,21 +65,24 @@ class HookHandle:
 
 
 class HandleGroup:
-    """A set of handles removed together (also a context manager)."""
+    """A set of handles removed together (also a context manager); thread-safe."""
 
     def __init__(self, handles: Any = ()) -> None:
         self._handles: list[Any] = list(handles)
+        self._lock = threading.Lock()
 
     def add(self, handle: Any) -> Any:
         """Keep ``handle`` (anything with ``remove()``) and return it."""
         if not callable(getattr(handle, "remove", None)):
             raise TypeError(f"HandleGroup.add expects a handle with .remove(), got {handle!r}")
-        self._handles.append(handle)
+        with self._lock:
+            self._handles.append(handle)
         return handle
 
     def remove(self) -> None:
         """Remove every handle, newest first; the group is empty afterwards."""
-        handles, self._handles = self._handles, []
+        with self._lock:
+            handles, self._handles = self._handles, []
         for handle in reversed(handles):
             handle.remove()
 

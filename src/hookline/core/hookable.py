@@ -12,6 +12,9 @@ Example::
     >>> divide(1, 3), divide(1, 0)
     (3.33, inf)
 
+Around-hooks (``divide.around(wrapper)``) and ``Skip`` are described in
+:mod:`hookline.core.around`.
+
 On a method, ``Cls.method.post(h)`` hooks every instance and
 ``obj.method.post(h)`` only ``obj``; class hooks run first.
 """
@@ -20,49 +23,27 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable
 from typing import Any, Protocol, cast
 
+from ._hookset import (
+    Args,
+    HookSet,
+    Kwargs,
+    run_error,
+    run_error_async,
+    run_post,
+    run_post_async,
+    run_pre,
+    run_pre_async,
+    wrappers_of,
+)
 from ._instances import InstanceTable
-from .errors import ConfigError, HookError, qualified_name
-from .event import SKIP, Event, hook_of
+from .around import Chain
+from .errors import ConfigError, qualified_name
+from .event import SKIP, Event
 from .priority import PriorityLike
-
-# a hooked call's positional and keyword arguments
-_Args = tuple[Any, ...]
-_Kwargs = dict[str, Any]
-
-
-class _HookSet:
-    """The pre, post and error hook lists of one function (or one instance).
-
-    ``adjust(delta)`` tells the owning :class:`HookableFunction` how many hooks
-    were added (or removed); ``is_async`` is whether that function is a coroutine function.
-    """
-
-    __slots__ = ("pre", "post", "error", "count", "is_async", "adjust")
-
-    def __init__(self, name: str, adjust: Callable[[int], None], is_async: bool) -> None:
-        self.pre = Event(f"{name}.pre")
-        self.post = Event(f"{name}.post")
-        self.error = Event(f"{name}.on_error")
-        self.count = 0
-        self.is_async = is_async
-        self.adjust: Callable[[int], None] | None = adjust
-        for event in (self.pre, self.post, self.error):
-            event.on_change = self._changed
-
-    def _changed(self, _event: Event) -> None:
-        count = len(self.pre) + len(self.post) + len(self.error)
-        if self.adjust is not None:
-            self.adjust(count - self.count)
-        self.count = count
-
-    def detach(self) -> None:
-        """The instance is gone: its hooks no longer count (even if removed later)."""
-        if self.adjust is not None:
-            self.adjust(-self.count)
-            self.adjust = None
 
 
 def _register(event: Event, hook: Callable[..., Any] | None, options: dict[str, Any],
@@ -77,126 +58,27 @@ def _register(event: Event, hook: Callable[..., Any] | None, options: dict[str, 
     return event.register(hook, **options)
 
 
-# The hook runners read each Event's call list (``Event._calls``) directly: the
-# sync ones are the cost of every hooked call.
-def _each(sets: tuple[_HookSet, ...], kind: str) -> Iterator[tuple[Callable[..., Any], str]]:
-    """Yield ``(call, point)`` for the hooks of one kind, class hooks first."""
-    for hooks in sets:
-        event: Event = getattr(hooks, kind)
-        for call in event._calls:  # noqa: SLF001
-            yield call, event.name
-
-
-async def _call_async(call: Callable[..., Any], point: str, *args: Any) -> Any:
-    try:
-        result = call(*args)
-        return await result if inspect.isawaitable(result) else result
-    except HookError:
-        raise
-    except Exception as exc:
-        raise HookError(hook_of(call), point, exc) from exc
-
-
-def _new_arguments(changed: Any, call: Callable[..., Any], point: str) -> tuple[_Args, _Kwargs]:
-    """Validate what a pre-hook returned other than None (keep): it must be ``(args, kwargs)``."""
-    if (isinstance(changed, tuple) and len(changed) == 2
-            and isinstance(changed[0], (tuple, list)) and isinstance(changed[1], dict)):
-        return tuple(changed[0]), changed[1]
-    problem = TypeError(f"a pre-hook must return None or (args, kwargs), got {changed!r}")
-    raise HookError(hook_of(call), point, problem) from problem
-
-
-# The sync runners inline the loop (no generator, no helper call per hook):
-# they are the cost of every hooked call.
-def _run_pre(sets: tuple[_HookSet, ...], args: _Args, kwargs: _Kwargs) -> tuple[_Args, _Kwargs]:
-    for hooks in sets:
-        calls = hooks.pre._calls  # noqa: SLF001
-        if not calls:
-            continue
-        try:
-            for call in calls:
-                changed = call(args, kwargs)
-                if changed is not None and changed is not SKIP:
-                    args, kwargs = _new_arguments(changed, call, hooks.pre.name)
-        except HookError:
-            raise
-        except Exception as exc:
-            raise HookError(hook_of(call), hooks.pre.name, exc) from exc
-    return args, kwargs
-
-
-def _run_post(sets: tuple[_HookSet, ...], result: Any, args: _Args, kwargs: _Kwargs) -> Any:
-    for hooks in sets:
-        calls = hooks.post._calls  # noqa: SLF001
-        if not calls:
-            continue
-        try:
-            for call in calls:
-                replaced = call(result, args, kwargs)
-                if replaced is not None and replaced is not SKIP:
-                    result = replaced
-        except HookError:
-            raise
-        except Exception as exc:
-            raise HookError(hook_of(call), hooks.post.name, exc) from exc
-    return result
-
-
-def _run_error(sets: tuple[_HookSet, ...], error: Exception, args: _Args, kwargs: _Kwargs) -> Any:
-    """The first non-None error-hook result, or SKIP when every hook returned None."""
-    for hooks in sets:
-        calls = hooks.error._calls  # noqa: SLF001
-        if not calls:
-            continue
-        try:
-            for call in calls:
-                fallback = call(error, args, kwargs)
-                if fallback is not None and fallback is not SKIP:
-                    return fallback
-        except HookError:
-            raise
-        except Exception as exc:
-            raise HookError(hook_of(call), hooks.error.name, exc) from exc
-    return SKIP
-
-
-async def _run_pre_async(sets: tuple[_HookSet, ...], args: _Args, kwargs: _Kwargs) -> tuple[_Args, _Kwargs]:
-    for call, point in _each(sets, "pre"):
-        changed = await _call_async(call, point, args, kwargs)
-        if changed is not None and changed is not SKIP:
-            args, kwargs = _new_arguments(changed, call, point)
-    return args, kwargs
-
-
-async def _run_post_async(sets: tuple[_HookSet, ...], result: Any, args: _Args, kwargs: _Kwargs) -> Any:
-    for call, point in _each(sets, "post"):
-        replaced = await _call_async(call, point, result, args, kwargs)
-        if replaced is not None and replaced is not SKIP:
-            result = replaced
-    return result
-
-
-async def _run_error_async(sets: tuple[_HookSet, ...], error: Exception, args: _Args,
-                           kwargs: _Kwargs) -> Any:
-    for call, point in _each(sets, "error"):
-        fallback = await _call_async(call, point, error, args, kwargs)
-        if fallback is not None and fallback is not SKIP:
-            return fallback
-    return SKIP
-
-
 class _Registrars:
-    """``pre`` / ``post`` / ``on_error`` methods shared by functions and bound methods."""
+    """``pre`` / ``around`` / ``post`` / ``on_error`` methods shared by functions and bound methods."""
 
-    def _hook_set(self) -> _HookSet:  # pragma: no cover - overridden
+    def _hook_set(self) -> HookSet:  # pragma: no cover - overridden
         raise NotImplementedError  # abstract
 
     def pre(self, hook: Callable[..., Any] | None = None, *, priority: PriorityLike = "NORMAL",
             once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
-        """Run ``hook(args, kwargs)`` before the call; it returns None or ``(args, kwargs)``."""
+        """Run ``hook(args, kwargs)`` before the call; it returns None (keep the arguments),
+        ``(args, kwargs)`` (new ones) or ``Skip(value)`` (skip the call: ``value`` is its result)."""
         hooks = self._hook_set()
         options = dict(priority=priority, once=once, every=every, when=when)
         return _register(hooks.pre, hook, options, hooks.is_async)
+
+    def around(self, hook: Callable[..., Any] | None = None, *, priority: PriorityLike = "NORMAL",
+               once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
+        """Run ``hook(call, args, kwargs)`` instead of the call; it calls ``call(*args, **kwargs)``
+        (the inner wrappers, then the function) as it likes and returns the result."""
+        hooks = self._hook_set()
+        options = dict(priority=priority, once=once, every=every, when=when)
+        return _register(hooks.around, hook, options, hooks.is_async)
 
     def post(self, hook: Callable[..., Any] | None = None, *, priority: PriorityLike = "NORMAL",
              once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
@@ -235,19 +117,24 @@ class HookableFunction(_Registrars):
         functools.update_wrapper(self, fn)
         self._is_async = inspect.iscoroutinefunction(fn)
         self._hooked = False
-        self._count = 0  # hooks registered, class and live instances together
-        self._class_hooks = _HookSet(getattr(fn, "__qualname__", repr(fn)), self._adjust, self._is_async)
-        self._instance_hooks: InstanceTable[_HookSet] = InstanceTable(
-            lambda obj: _HookSet(f"{type(obj).__qualname__}.{fn.__name__}[instance]", self._adjust,
-                                 self._is_async),
-            on_drop=_HookSet.detach,
+        self._count = 0  # hooks registered, class and live instances together (under _lock)
+        self._arounds = 0  # of them, around-hooks: a call without any builds no chain
+        self._lock = threading.RLock()
+        self._class_hooks = HookSet(getattr(fn, "__qualname__", repr(fn)), self._adjust, self._is_async,
+                                     self._lock)
+        self._instance_hooks: InstanceTable[HookSet] = InstanceTable(
+            lambda obj: HookSet(f"{type(obj).__qualname__}.{fn.__name__}[instance]", self._adjust,
+                                 self._is_async, self._lock),
+            on_drop=HookSet.detach,
         )
         self._dispatch = self._make_dispatch()
 
-    def _hook_set(self) -> _HookSet:
+    def _hook_set(self) -> HookSet:
         return self._class_hooks
 
-    def _adjust(self, delta: int) -> None:
+    def _adjust(self, delta: int, around_delta: int = 0) -> None:
+        # called with self._lock held (by HookSet); calls read _hooked and _arounds without a lock
+        self._arounds += around_delta
         self._count += delta
         self._hooked = self._count > 0
 
@@ -274,37 +161,65 @@ class HookableFunction(_Registrars):
         setattr(dispatch, "__hookline_owner__", owner)  # read by BoundHookable
         return cast(_Dispatch, dispatch)
 
-    def _call_hooked(self, args: _Args, kwargs: _Kwargs) -> Any:
-        sets: tuple[_HookSet, ...] = (self._class_hooks,)
+    def _call_hooked(self, args: Args, kwargs: Kwargs) -> Any:
+        sets: tuple[HookSet, ...] = (self._class_hooks,)
         if self._instance_hooks and args:  # a method: add the instance's own hooks
             instance = self._instance_hooks.get(args[0])
             if instance is not None:
                 sets = (self._class_hooks, instance)
         return self._invoke(sets, args, kwargs)
 
-    def _invoke(self, sets: tuple[_HookSet, ...], args: _Args, kwargs: _Kwargs) -> Any:
+    def _invoke(self, sets: tuple[HookSet, ...], args: Args, kwargs: Kwargs) -> Any:
         if self._is_async:
             return self._invoke_async(sets, args, kwargs)
-        args, kwargs = _run_pre(sets, args, kwargs)
+        args, kwargs, skip = run_pre(sets, args, kwargs)
+        if skip is not None:
+            return run_post(sets, skip.value, args, kwargs)
+        if self._arounds:
+            return self._invoke_chain(sets, args, kwargs)
         try:
             result = self.__wrapped__(*args, **kwargs)
         except Exception as exc:
-            fallback = _run_error(sets, exc, args, kwargs)
+            fallback = run_error(sets, exc, args, kwargs)
             if fallback is SKIP:
                 raise
             return fallback
-        return _run_post(sets, result, args, kwargs)
+        return run_post(sets, result, args, kwargs)
 
-    async def _invoke_async(self, sets: tuple[_HookSet, ...], args: _Args, kwargs: _Kwargs) -> Any:
-        args, kwargs = await _run_pre_async(sets, args, kwargs)
+    def _invoke_chain(self, sets: tuple[HookSet, ...], args: Args, kwargs: Kwargs) -> Any:
+        """The call inside its around-hooks (there may be none for this instance)."""
+        wrappers = wrappers_of(sets)
+        chain = Chain(wrappers, self.__wrapped__)
         try:
-            result = await self.__wrapped__(*args, **kwargs)
+            result = chain.run(0, args, kwargs)
         except Exception as exc:
-            fallback = await _run_error_async(sets, exc, args, kwargs)
+            if not chain.raised_by_function(exc):
+                raise  # an around-hook's HookError: error hooks see the function's exceptions only
+            fallback = run_error(sets, exc, args, kwargs)
             if fallback is SKIP:
                 raise
             return fallback
-        return await _run_post_async(sets, result, args, kwargs)
+        return run_post(sets, result, args, kwargs)
+
+    async def _invoke_async(self, sets: tuple[HookSet, ...], args: Args, kwargs: Kwargs) -> Any:
+        args, kwargs, skip = await run_pre_async(sets, args, kwargs)
+        if skip is not None:
+            return await run_post_async(sets, skip.value, args, kwargs)
+        wrappers = wrappers_of(sets)
+        chain = Chain(wrappers, self.__wrapped__) if wrappers else None
+        try:
+            if chain is None:
+                result = await self.__wrapped__(*args, **kwargs)
+            else:
+                result = await chain.run_async(0, args, kwargs)
+        except Exception as exc:
+            if chain is not None and not chain.raised_by_function(exc):
+                raise
+            fallback = await run_error_async(sets, exc, args, kwargs)
+            if fallback is SKIP:
+                raise
+            return fallback
+        return await run_post_async(sets, result, args, kwargs)
 
     # -- methods ------------------------------------------------------------------
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
@@ -334,7 +249,7 @@ class BoundHookable(functools.partial[Any], _Registrars):
     def _owner(self) -> HookableFunction:
         return self.func.__hookline_owner__
 
-    def _hook_set(self) -> _HookSet:
+    def _hook_set(self) -> HookSet:
         return self._owner()._instance_hooks.setdefault(self.args[0])  # noqa: SLF001 - its bound view
 
     @property

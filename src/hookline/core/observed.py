@@ -1,4 +1,4 @@
-"""Observed attributes: assignments notify hooks, per instance or per class.
+"""Observed attributes: assignments, reads and deletions notify hooks, per instance or per class.
 
 Example (a temperature sensor that notifies its observers)::
 
@@ -13,11 +13,15 @@ Example (a temperature sensor that notifies its observers)::
     >>> kitchen.celsius = 25; kitchen.celsius = 31
     >>> alerts
     ['celsius: 25 -> 31']
-    >>> handle.remove()
+    >>> reads = observe(kitchen, "celsius", lambda s, name, value: alerts.append(f"read {value}"), on="get")
+    >>> kitchen.celsius, alerts[-1]
+    (31, 'read 31')
+    >>> handle.remove(); reads.remove()
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -28,68 +32,141 @@ from .handles import HookHandle
 from .priority import PriorityLike
 
 _MISSING: Any = object()
+#: what ``observe(..., on=...)`` accepts, and the hook signature of each
+ON = ("set", "get", "delete")
+
+
+class _Watchers:
+    """The set, get and delete events of one observed attribute (of a class, or one instance).
+
+    ``reads`` counts every get-observer of the attribute, the class's and
+    all instances' together, so that a read with nobody watching costs one
+    attribute test.
+    """
+
+    __slots__ = ("set", "get", "delete", "_counted", "_descriptor")
+
+    def __init__(self, name: str, descriptor: observed) -> None:
+        self.set = Event(name)
+        self.get = Event(f"{name}.get")
+        self.delete = Event(f"{name}.delete")
+        self._counted = 0
+        self._descriptor = descriptor
+        self.get.on_change = self._get_changed
+
+    def event(self, on: str) -> Event:
+        event: Event = getattr(self, on)
+        return event
+
+    def _get_changed(self, event: Event) -> None:
+        with self._descriptor.lock:
+            count = len(event)
+            self._descriptor.reads += count - self._counted
+            self._counted = count
+
+    def detach(self) -> None:
+        """The instance is gone: its get-observers no longer count."""
+        with self._descriptor.lock:
+            self._descriptor.reads -= self._counted
+            self._counted = 0
 
 
 class observed:  # lower case: used like a builtin descriptor (property, observed)
     """A watchable attribute. ``observe(obj, name, fn)`` runs ``fn(obj, name, old, new)``
-    after every assignment.
+    after every assignment; ``on="get"`` and ``on="delete"`` watch reads and deletions.
 
-    Before the first assignment the attribute reads as ``default`` (an
-    ``AttributeError`` when there is none); ``old`` is then ``default`` or None.
+    Before the first assignment (and after ``del``) the attribute reads as
+    ``default`` (an ``AttributeError`` when there is none); ``old`` is then
+    ``default`` or None.
     """
 
     def __init__(self, default: Any = _MISSING) -> None:
         self.default = default
         self.name = "?"
         self._owner: type | None = None
-        self._class_event = Event("observed")
-        self._instances: InstanceTable[Event] = InstanceTable(
-            lambda obj: Event(f"{type(obj).__qualname__}.{self.name}"))
+        self.lock = threading.RLock()
+        self.reads = 0  # get-observers registered, class and live instances together (under lock)
+        self._reading = threading.local()  # (id(obj)) being notified of a read in this thread
+        self._class = _Watchers("observed", self)
+        self._instances: InstanceTable[_Watchers] = InstanceTable(
+            lambda obj: _Watchers(f"{type(obj).__qualname__}.{self.name}", self), on_drop=_Watchers.detach)
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
         self._owner = owner
-        self._class_event.name = f"{owner.__qualname__}.{name}"
+        label = f"{owner.__qualname__}.{name}"
+        self._class.set.name, self._class.get.name, self._class.delete.name = (
+            label, f"{label}.get", f"{label}.delete")
 
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         if obj is None:
             return self
         try:
-            return obj.__dict__[self.name]
+            value = obj.__dict__[self.name]
         except KeyError:
             if self.default is _MISSING:
                 raise AttributeError(
                     f"{type(obj).__name__!r} object has no value for {self.name!r} yet"
                 ) from None
-            return self.default
+            value = self.default
+        if self.reads:  # every read pays this test; the rest only while someone watches reads
+            self._notify_read(obj, value)
+        return value
+
+    def _notify_read(self, obj: Any, value: Any) -> None:
+        # A get-observer that reads the attribute itself does not notify again (no recursion).
+        busy: set[int] | None = getattr(self._reading, "objects", None)
+        if busy is None:
+            busy = self._reading.objects = set()
+        if id(obj) in busy:
+            return
+        busy.add(id(obj))
+        try:
+            self._emit("get", obj, value)
+        finally:
+            busy.discard(id(obj))
 
     def __set__(self, obj: Any, value: Any) -> None:
         values = obj.__dict__
         old = values.get(self.name, None if self.default is _MISSING else self.default)
         values[self.name] = value
-        # Reading Event._calls skips emit() when no hook is registered: every assignment pays this.
-        if self._class_event._calls:  # noqa: SLF001
-            self._class_event.emit(obj, self.name, old, value)
-        if self._instances:
-            event = self._instances.get(obj)
-            if event is not None and event._calls:  # noqa: SLF001
-                event.emit(obj, self.name, old, value)
+        self._emit("set", obj, old, value)
 
-    def _add_hook(self, target: Any, fn: Callable[..., Any], priority: PriorityLike, once: bool,
+    def __delete__(self, obj: Any) -> None:
+        try:
+            old = obj.__dict__.pop(self.name)
+        except KeyError:
+            raise AttributeError(f"{type(obj).__name__!r} object has no value for {self.name!r} "
+                                 "to delete") from None
+        self._emit("delete", obj, old)
+
+    def _emit(self, on: str, obj: Any, *values: Any) -> None:
+        # Reading Event._calls skips emit() when no hook is registered: every access pays this.
+        event = self._class.event(on)
+        if event._calls:  # noqa: SLF001
+            event.emit(obj, self.name, *values)
+        if self._instances:
+            watchers = self._instances.get(obj)
+            if watchers is not None:
+                event = watchers.event(on)
+                if event._calls:  # noqa: SLF001
+                    event.emit(obj, self.name, *values)
+
+    def _add_hook(self, target: Any, fn: Callable[..., Any], on: str, priority: PriorityLike, once: bool,
                   every: int, when: Callable[..., bool] | None) -> HookHandle:
         """Register ``fn`` for ``target``: one instance, or a class (its instances and its subclasses')."""
         if isinstance(target, type):
             # A descriptor inherited from a base class is shared with it: this hook sees only
-            # assignments to instances of ``target`` (``every`` counts only those).
+            # the accesses to instances of ``target`` (``every`` counts only those).
             gate = None if target is self._owner else _instances_of(target)
-            return self._class_event.register(fn, priority=priority, once=once, every=every, when=when,
-                                              _gate=gate)
-        return self._instances.setdefault(target).register(fn, priority=priority, once=once, every=every,
-                                                           when=when)
+            return self._class.event(on).register(fn, priority=priority, once=once, every=every, when=when,
+                                                  _gate=gate)
+        return self._instances.setdefault(target).event(on).register(fn, priority=priority, once=once,
+                                                                     every=every, when=when)
 
 
 def _instances_of(cls: type) -> Callable[..., bool]:
-    """A gate that lets through the assignments to instances of ``cls`` only."""
+    """A gate that lets through the accesses to instances of ``cls`` only."""
     return lambda obj, *rest: isinstance(obj, cls)
 
 
@@ -110,14 +187,19 @@ def _find_observed(cls: type, name: str) -> observed:
     )
 
 
-def observe(target: Any, name: str, fn: Callable[[Any, str, Any, Any], Any], *,
+def observe(target: Any, name: str, fn: Callable[..., Any], *, on: str = "set",
             priority: PriorityLike = "NORMAL", once: bool = False, every: int = 1,
             when: Callable[..., bool] | None = None) -> HookHandle:
-    """Call ``fn(obj, name, old, new)`` after each assignment to ``target.name``.
+    """Watch ``target.name``: assignments (``on="set"``), reads (``"get"``) or deletions (``"delete"``).
 
+    ``fn`` is called after the access: ``fn(obj, name, old, new)`` for an
+    assignment, ``fn(obj, name, value)`` for a read (the value the reader
+    gets), ``fn(obj, name, old)`` for a deletion. Its return value is ignored.
     ``target`` is an instance (only it is watched) or a class (every instance
     of it and its subclasses). Returns a :class:`HookHandle`.
     """
+    if on not in ON:
+        raise ConfigError.unknown("observe event (on=...)", on, ON)
     cls = target if isinstance(target, type) else type(target)
     descriptor = _find_observed(cls, name)
-    return descriptor._add_hook(target, fn, priority, once, every, when)  # noqa: SLF001 - its front end
+    return descriptor._add_hook(target, fn, on, priority, once, every, when)  # noqa: SLF001 - its front end

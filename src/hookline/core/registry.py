@@ -14,16 +14,71 @@ Example::
     Traceback (most recent call last):
     ...
     hookline.core.errors.ConfigError: unknown shape type 'Sqare'; did you mean 'Square'? (accepted: Square)
+
+Registries form trees, as MMEngine's do: a child registry (``parent=``, with
+a ``scope``) sees its ancestors' names, ``"scope.Name"`` picks the registry
+of that scope, and the same name may live in two scopes without clashing::
+
+    >>> TOYS = Registry("shape", parent=SHAPES, scope="toys")
+    >>> @TOYS.register_module()
+    ... class Square:
+    ...     area = "toy"
+    >>> TOYS.get("Square").area, SHAPES.get("toys.Square").area
+    ('toy', 'toy')
+    >>> SHAPES.get("Square") is not TOYS.get("Square")   # the parent keeps its own
+    True
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .errors import ConfigError, closest_names
+
+#: what :meth:`Registry.own` returns for a name it does not hold
+MISSING: Any = object()
+#: scopes whose ``<scope>.registry`` module was imported (or failed to) by :meth:`Registry.find_scope`
+_TRIED_SCOPES: set[str] = set()
+#: the scope unscoped names are looked up in first (MMEngine's ``default_scope``)
+_DEFAULT_SCOPE: list[str | None] = [None]
+
+
+def default_scope() -> str | None:
+    """The current default scope (None when unset)."""
+    return _DEFAULT_SCOPE[0]
+
+
+def set_default_scope(scope: str | None) -> str | None:
+    """Make unscoped names resolve in the registry of ``scope`` first (in every
+    registry tree that has one); returns the previous default scope.
+
+    Example::
+
+        >>> previous = set_default_scope("toys")
+        >>> set_default_scope(previous)
+        'toys'
+    """
+    if scope is not None and (not isinstance(scope, str) or not scope):
+        raise ConfigError(f"a scope must be a non-empty string or None, got {scope!r}")
+    previous, _DEFAULT_SCOPE[0] = _DEFAULT_SCOPE[0], scope
+    return previous
+
+
+@contextlib.contextmanager
+def using_scope(scope: str | None) -> Iterator[None]:
+    """Temporarily set the default scope (None keeps the current one)."""
+    if scope is None:
+        yield
+        return
+    previous = set_default_scope(scope)
+    try:
+        yield
+    finally:
+        set_default_scope(previous)
 
 
 def accepted_keywords(target: Callable[..., Any]) -> set[str] | None:
@@ -72,15 +127,83 @@ class Registry:
     layer can find the objects of a layer above it by name without importing
     it. A location that fails to import is remembered and named in the
     unknown-name error.
+
+    ``parent`` and ``scope`` make it a node of a registry tree (MMEngine's
+    hierarchy). A name is looked up: with a ``"scope."`` prefix, in that
+    scope's registry only; else in the default scope's registry (see
+    :func:`set_default_scope`) when it lies under this one, then here, then in
+    the ancestors; and last in the descendants, when exactly one of them has
+    it (two are a :class:`ConfigError` naming ``"scope.Name"`` for each).
     """
 
-    def __init__(self, name: str, *, locations: tuple[str, ...] = ()) -> None:
+    def __init__(self, name: str, *, locations: Sequence[str] = (),
+                 parent: Registry | None = None, scope: str | None = None) -> None:
+        if scope is not None and (not isinstance(scope, str) or not scope or "." in scope):
+            raise ConfigError(f"registry scope must be a non-empty name without dots, got {scope!r}")
         self.name = name
+        self.scope = scope
         self._items: dict[str, Any] = {}
         self._locations = tuple(locations)
         self._import_errors: dict[str, str] = {}
+        self.children: dict[str, Registry] = {}
+        self.parent: Registry | None = None
+        if parent is not None:
+            if not isinstance(parent, Registry):
+                raise ConfigError(f"a registry's parent must be a Registry, got {parent!r}")
+            if scope is None:
+                raise ConfigError(f"registry {name!r} needs a scope to be a child of {parent!r}")
+            if scope in parent.children:
+                raise ConfigError(f"the {parent.name} registry already has a child of scope "
+                                  f"{scope!r}; give this registry another scope")
+            parent.children[scope] = self
+            self.parent = parent
 
-    def _import_locations(self) -> None:
+    # -- the tree -------------------------------------------------------------------------
+    @property
+    def root(self) -> Registry:
+        """The top of this registry's tree."""
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    @property
+    def module_dict(self) -> dict[str, Any]:
+        """This registry's own names (MMEngine's name), not its ancestors'."""
+        self.import_locations()
+        return self._items
+
+    def find_scope(self, scope: str) -> Registry | None:
+        """The registry of ``scope`` in this registry's tree, or None. A scope not in the
+        tree yet is looked for in the module ``<scope>.registry``, imported on demand (where
+        MMEngine-style projects declare their registries)."""
+        root = self.root
+        found = next((r for r in (root, *root.descendants()) if r.scope == scope), None)
+        if found is None and scope.isidentifier() and scope not in _TRIED_SCOPES:
+            _TRIED_SCOPES.add(scope)
+            try:
+                importlib.import_module(f"{scope}.registry")
+            except ImportError:
+                return None
+            found = next((r for r in (root, *root.descendants()) if r.scope == scope), None)
+        return found
+
+    def descendants(self) -> Iterator[Registry]:
+        """Children, grandchildren ... depth first."""
+        for child in self.children.values():
+            yield child
+            yield from child.descendants()
+
+    def is_under(self, other: Registry) -> bool:
+        """Whether ``other`` is this registry or one of its ancestors."""
+        node: Registry | None = self
+        while node is not None:
+            if node is other:
+                return True
+            node = node.parent
+        return False
+
+    def import_locations(self) -> None:
         """Import the declared locations once (later lookups cost one check)."""
         if not self._locations:
             return
@@ -91,6 +214,7 @@ class Registry:
             except ImportError as exc:
                 self._import_errors[module] = str(exc)
 
+    # -- registering ------------------------------------------------------------------------
     def register(self, obj: Any = None, *, name: str | None = None, force: bool = False) -> Any:
         """Register ``obj`` under ``name`` (default: its ``__name__``) and return it.
 
@@ -111,16 +235,78 @@ class Registry:
         self._items[key] = obj
         return obj
 
+    def register_module(self, name: str | Sequence[str] | None = None, force: bool = False,
+                        module: Any = None) -> Any:
+        """MMEngine's and mmcv's spelling of :meth:`register`: ``@REG.register_module()``,
+        ``@REG.register_module(name="Alias")`` (or a list of names),
+        ``REG.register_module(module=cls)``."""
+        if not isinstance(force, bool):
+            raise ConfigError(f"register_module force must be True or False, got {force!r}")
+        if name is None or isinstance(name, str):
+            names: list[str | None] = [name]
+        elif isinstance(name, Sequence) and all(isinstance(n, str) for n in name):
+            names = list(name)
+        else:
+            raise ConfigError(f"register_module name must be None, a str or a list of str, "
+                              f"got {name!r}")
+
+        def apply(target: Any) -> Any:
+            if not callable(target):
+                raise ConfigError(f"only callables can be registered in the {self.name} "
+                                  f"registry, got {target!r}")
+            for each in names:
+                self.register(target, name=each, force=force)
+            return target
+
+        return apply(module) if module is not None else apply
+
+    # -- looking up ------------------------------------------------------------------------
+    def own(self, name: str) -> Any:
+        """``name`` in this registry itself (not its ancestors), or :data:`MISSING`;
+        subclasses may add fallbacks."""
+        if name not in self._items:
+            self.import_locations()
+        return self._items.get(name, MISSING)
+
+    def _find(self, name: Any) -> list[tuple[Registry, Any]]:
+        """Where ``name`` resolves: one ``(registry, object)``, several (ambiguous), or none."""
+        if not isinstance(name, str):
+            return []
+        if "." in name:
+            scope, short = name.split(".", 1)
+            scoped = self.find_scope(scope)
+            if scoped is not None:
+                found = scoped.own(short)
+                return [] if found is MISSING else [(scoped, found)]
+        start: Registry | None = self
+        chosen = default_scope()
+        if chosen is not None and chosen != self.scope:
+            registry = self.find_scope(chosen)
+            if registry is not None and registry.is_under(self):
+                start = registry
+        while start is not None:
+            found = start.own(name)
+            if found is not MISSING:
+                return [(start, found)]
+            start = start.parent
+        return [(r, obj) for r in self.descendants() if (obj := r.own(name)) is not MISSING]
+
     def get(self, name: str) -> Any:
         """The object registered as ``name``; a :class:`ConfigError` with suggestions if none."""
-        try:
-            return self._items[name]
-        except (KeyError, TypeError):
-            pass
-        if self._locations:
-            self._import_locations()
-            return self.get(name)
-        error = ConfigError.unknown(f"{self.name} type", name, self._items)
+        found = self._find(name)
+        if len(found) == 1:
+            return found[0][1]
+        if found:
+            options = ", ".join(f"'{r.scope}.{name}'" for r, _ in found)
+            raise ConfigError(f"{self.name} type {name!r} is registered in several scopes; "
+                              f"name one of {options}")
+        visible: list[str] = []
+        node: Registry | None = self
+        while node is not None:
+            visible += node.module_dict
+            node = node.parent
+        visible += [f"{r.scope}.{key}" for r in self.descendants() for key in r.module_dict]
+        error = ConfigError.unknown(f"{self.name} type", name, sorted(set(visible)))
         if self._import_errors:
             failed = "; ".join(f"{m}: {e}" for m, e in self._import_errors.items())
             error = ConfigError(f"{error} (could not import {failed})")
@@ -131,18 +317,30 @@ class Registry:
 
         ``cfg`` is not mutated. Missing or unknown types and arguments the
         target does not take are :class:`ConfigError` s raised before it runs.
+        A ``_scope_`` key builds in that scope's registry, with that scope as
+        the default scope while it builds (MMEngine's ``_scope_``).
         """
         if not isinstance(cfg, Mapping):
             raise ConfigError(
                 f"a {self.name} config must be a dict with a 'type' key, got {cfg!r}"
             )
+        if "_scope_" in cfg:
+            scope = cfg["_scope_"]
+            registry = self.find_scope(scope) if isinstance(scope, str) else None
+            if registry is None:
+                raise ConfigError(f"{self.name} config names _scope_ {scope!r}, which no registry "
+                                  f"of this tree has")
+            with using_scope(scope):
+                return registry.build({k: v for k, v in cfg.items() if k != "_scope_"},
+                                      **defaults)
         if "type" not in cfg:
             raise ConfigError(
                 f"{self.name} config {dict(cfg)!r} has no 'type' key; "
                 f"registered types: {', '.join(self.names()) or 'none'}"
             )
         kind = cfg["type"]
-        target = self.get(kind) if isinstance(kind, str) else kind
+        # Registry.get, not self.get: a subclass's get may return None for unknown names
+        target = Registry.get(self, kind) if isinstance(kind, str) else kind
         if not callable(target):
             raise ConfigError(f"{self.name} type must be a name or a callable, got {kind!r}")
         kwargs = {**defaults, **{k: v for k, v in cfg.items() if k != "type"}}
@@ -151,25 +349,25 @@ class Registry:
         return target(**kwargs)
 
     def names(self) -> list[str]:
-        """The registered names, sorted."""
-        self._import_locations()
+        """This registry's own names, sorted."""
+        self.import_locations()
         return sorted(self._items)
 
     def items(self) -> list[tuple[str, Any]]:
-        self._import_locations()
+        self.import_locations()
         return sorted(self._items.items())
 
     def __contains__(self, name: object) -> bool:
-        if name not in self._items:
-            self._import_locations()
-        return name in self._items
+        """Whether :meth:`get` finds ``name`` (here, in an ancestor or a descendant)."""
+        return bool(self._find(name))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
-        self._import_locations()
+        self.import_locations()
         return len(self._items)
 
     def __repr__(self) -> str:
-        return f"<Registry {self.name!r}: {len(self._items)} entries>"
+        scope = f" ({self.scope})" if self.scope else ""
+        return f"<Registry {self.name!r}{scope}: {len(self._items)} entries>"

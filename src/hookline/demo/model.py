@@ -14,6 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from hookline.engine.checks import positive_int
+
 __all__ = ["DigitsCNN", "build_model"]
 
 
@@ -34,6 +36,7 @@ class DigitsCNN(nn.Module):
     """
 
     def __init__(self, num_classes: int = 10) -> None:
+        self.check_args(num_classes=num_classes)
         super().__init__()
         self.features = nn.Sequential(
             nn.Conv2d(1, 16, kernel_size=3, padding=1),
@@ -48,6 +51,19 @@ class DigitsCNN(nn.Module):
             nn.ReLU(),
             nn.Linear(64, num_classes),
         )
+
+    @staticmethod
+    def check_args(num_classes: int = 10) -> None:
+        """The constructor's argument checks, building nothing (a config check calls this).
+
+        Example::
+
+            >>> DigitsCNN.check_args(num_classes=0)
+            Traceback (most recent call last):
+            ...
+            hookline.core.errors.ConfigError: DigitsCNN num_classes must be an int >= 1, got 0
+        """
+        positive_int(num_classes, "num_classes", owner="DigitsCNN")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits for a batch of (N, 1, 8, 8) images."""

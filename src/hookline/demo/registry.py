@@ -24,6 +24,7 @@ from torch.utils.data import TensorDataset
 from hookline.core import ConfigError
 from hookline.demo.data import digits_datasets
 from hookline.demo.model import DigitsCNN
+from hookline.engine.checks import finite_float
 from hookline.engine.registries import DATASETS, MODELS
 
 __all__ = ["CONFIG_FILE", "DigitsDataset", "demo_config_path"]
@@ -49,12 +50,29 @@ class DigitsDataset(TensorDataset):
     """
 
     def __init__(self, split: str = "train", val_fraction: float = 0.2, seed: int = 0) -> None:
-        if split not in SPLITS:
-            raise ConfigError(f"DigitsDataset split must be one of {', '.join(SPLITS)}; got {split!r}")
+        self.check_args(split=split, val_fraction=val_fraction, seed=seed)
         train, val = digits_datasets(val_fraction=0.0 if split == "all" else val_fraction, seed=seed)
         chosen = val if split == "val" else train
         super().__init__(*chosen.tensors)
         self.split = split
+
+    @staticmethod
+    def check_args(split: str = "train", val_fraction: float = 0.2, seed: int = 0) -> None:
+        """The constructor's argument checks, loading nothing (a config check calls this).
+
+        Example::
+
+            >>> DigitsDataset.check_args(split="tarin")
+            Traceback (most recent call last):
+            ...
+            hookline.core.errors.ConfigError: DigitsDataset split must be one of train, val, all; got 'tarin'
+        """
+        if split not in SPLITS:
+            raise ConfigError(f"DigitsDataset split must be one of {', '.join(SPLITS)}; got {split!r}")
+        finite_float(val_fraction, "val_fraction", owner="DigitsDataset", low=0, high=1,
+                     open_low=True, open_high=True)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ConfigError(f"DigitsDataset seed must be an int, got {seed!r}")
 
     def __repr__(self) -> str:
         return f"DigitsDataset(split={self.split!r}, size={len(self)})"

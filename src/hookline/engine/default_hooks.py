@@ -10,12 +10,21 @@ Example::
     >>> specs = default_hook_specs({"logger": {"interval": 5}, "progress": None})
     >>> specs["logger"], "progress" in specs
     ({'type': 'LoggerHook', 'interval': 5}, False)
+    >>> default_hook_specs({"progres": None})
+    Traceback (most recent call last):
+    ...
+    hookline.core.errors.ConfigError: unknown default_hooks key 'progres'; did you mean 'progress'? ...
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from hookline.core import ConfigError
+from hookline.core.errors import closest_names
+
+from .hook import Hook
 
 #: key -> hook config, in registration order
 DEFAULT_HOOKS: dict[str, dict[str, Any]] = {
@@ -27,6 +36,43 @@ DEFAULT_HOOKS: dict[str, dict[str, Any]] = {
     "progress": {"type": "ProgressBarHook"},
 }
 
+#: ``default_hooks`` keys of hookline 0.1 that are no longer defaults but still accepted
+#: without a ``type``: ``default_hooks.optimizer: {grad_clip: ...}`` configures the
+#: optimizer wrapper through mmcv's OptimizerHook; ``optimizer: None`` removes nothing.
+LEGACY_DEFAULT_HOOKS: dict[str, dict[str, Any]] = {"optimizer": {"type": "OptimizerHook"}}
+
+
+def check_default_hooks(overrides: Any) -> None:
+    """Raise :class:`ConfigError` for a ``default_hooks`` argument the Runner cannot use.
+
+    ``None`` may only remove a hook that is there (a typo such as ``progres:
+    null`` would silently remove nothing), a config without ``type`` may only
+    change a default hook, and every other value is a hook or a hook config
+    (a new key adds a hook, as in MMEngine).
+    """
+    if overrides is None:
+        return
+    if not isinstance(overrides, Mapping):
+        raise ConfigError("default_hooks must map keys to hook configs, hooks or None, e.g. "
+                          f"{{'logger': {{'interval': 5}}, 'progress': None}}; got {overrides!r}")
+    known = [*DEFAULT_HOOKS, *LEGACY_DEFAULT_HOOKS]
+    for key, value in overrides.items():
+        if value is None and key not in known:
+            raise ConfigError(f"unknown default_hooks key {key!r}{_suggest(key)} (None / null "
+                              f"removes a default hook; their keys: {', '.join(DEFAULT_HOOKS)})")
+        if isinstance(value, Mapping) and "type" not in value and key not in known:
+            raise ConfigError(f"default_hooks.{key} has no 'type' and {key!r} is not a default "
+                              f"hook key{_suggest(key)} (only the default hooks can leave "
+                              f"'type' out: {', '.join(DEFAULT_HOOKS)})")
+        if value is not None and not isinstance(value, (Mapping, Hook)):
+            raise ConfigError(f"default_hooks.{key} must be a hook config, a Hook or None "
+                              f"(to remove it), got {value!r}")
+
+
+def _suggest(key: Any) -> str:
+    close = closest_names(str(key), DEFAULT_HOOKS, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
 
 def default_hook_specs(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     """The default hooks with ``overrides`` applied (MMEngine's ``default_hooks``).
@@ -35,9 +81,11 @@ def default_hook_specs(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     arguments of a default hook (``{"logger": {"interval": 5}}``); anything
     else (a config with ``type``, a hook instance) replaces it or adds a new key.
     """
+    check_default_hooks(overrides)
     specs: dict[str, Any] = dict(DEFAULT_HOOKS)
+    known = {**DEFAULT_HOOKS, **LEGACY_DEFAULT_HOOKS}
     for key, value in (overrides or {}).items():
-        if isinstance(value, Mapping) and "type" not in value and key in DEFAULT_HOOKS:
-            value = {**DEFAULT_HOOKS[key], **value}
+        if isinstance(value, Mapping) and "type" not in value and key in known:
+            value = {**known[key], **value}
         specs[key] = value
     return {key: spec for key, spec in specs.items() if spec is not None}

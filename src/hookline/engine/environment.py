@@ -1,19 +1,26 @@
-"""The process a run lives in: seeds, the device, and tearing down at exit.
+"""The process a run lives in: seeds, the device, the work dir, and tearing down at exit.
 
 Example::
 
-    >>> from hookline.engine.environment import resolve_device, seed_everything
+    >>> from hookline.engine.environment import check_device, resolve_device, seed_everything
     >>> seed_everything(0); resolve_device("cpu")
     device(type='cpu')
+    >>> check_device("cpu:x")
+    Traceback (most recent call last):
+    ...
+    hookline.core.errors.ConfigError: device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'cpu:x'
 """
 
 from __future__ import annotations
 
 import atexit
 import gc
+import os
 import random
+import tempfile
 import weakref
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -44,17 +51,89 @@ def _shutdown_distributed(runner_ref: weakref.ref[Runner]) -> None:
     distributed.destroy()
 
 
+def check_device(device: Any) -> None:
+    """Raise :class:`ConfigError` unless ``device`` names a device this machine has.
+
+    Nothing is initialised: CUDA is asked whether it is available and how many
+    devices it sees, no context is created.
+    """
+    if isinstance(device, str) and device == "auto":
+        return
+    if not isinstance(device, (str, torch.device)):
+        raise ConfigError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ConfigError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}") \
+            from exc
+    if parsed.type == "cuda":
+        if not torch.cuda.is_available():
+            why = ("this torch build has no CUDA support" if torch.version.cuda is None
+                   else "no CUDA GPU is visible")
+            raise ConfigError(f"device {str(device)!r} is not available: {why}; available "
+                              f"here: {_available_devices()}")
+        count = torch.cuda.device_count()
+        if parsed.index is not None and parsed.index >= count:
+            raise ConfigError(f"device {str(device)!r} does not exist: this machine has {count} "
+                              f"CUDA device(s); available here: {_available_devices()}")
+    elif parsed.type == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"device {str(device)!r} is not available (no MPS backend); available "
+                          f"here: {_available_devices()}")
+
+
+def _available_devices() -> str:
+    names = ["auto", "cpu"]
+    if torch.cuda.is_available():
+        count = torch.cuda.device_count()
+        names += ["cuda", *(f"cuda:{i}" for i in range(count))]
+    if torch.backends.mps.is_available():
+        names.append("mps")
+    return ", ".join(names)
+
+
 def resolve_device(device: str | torch.device) -> torch.device:
     """``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a device."""
+    check_device(device)
     if device == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda", torch.cuda.current_device())
         return torch.device("cpu")
+    return torch.device(device)
+
+
+def check_work_dir(work_dir: Any) -> Path:
+    """``work_dir`` as a Path, once it is known that the run can create and write it.
+
+    A work dir that is a file, lies under a file, or whose nearest existing
+    folder does not let this process create a folder in it (read-only,
+    ``/proc``, no permission) is a :class:`ConfigError`. The test creates and
+    removes an empty temporary folder there; nothing else is written.
+
+    Example::
+
+        >>> import tempfile
+        >>> check_work_dir(tempfile.mkdtemp() + "/runs/a").name
+        'a'
+        >>> check_work_dir(123)
+        Traceback (most recent call last):
+        ...
+        hookline.core.errors.ConfigError: work_dir must be a folder path (a str or a Path), got 123
+    """
+    if not isinstance(work_dir, (str, os.PathLike)) or not str(work_dir):
+        raise ConfigError(f"work_dir must be a folder path (a str or a Path), got {work_dir!r}")
+    path = Path(work_dir)
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "is a file" if existing == path else f"lies under the file {str(existing)!r}"
+        raise ConfigError(f"work_dir {str(path)!r} {what}, not a folder; choose another work_dir")
     try:
-        return torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ConfigError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}") \
-            from exc
+        os.rmdir(tempfile.mkdtemp(prefix=".hookline-check-", dir=existing))
+    except OSError as exc:
+        raise ConfigError(f"work_dir {str(path)!r} cannot be written: creating a folder in "
+                          f"{str(existing)!r} fails ({exc.strerror or exc})") from None
+    return path
 
 
 def destroy_at_exit(runner: Runner) -> None:

@@ -5,6 +5,10 @@ the predictions of the whole epoch, so any metric is exact) or to a
 torchmetrics ``Metric`` (updated per batch, computed at the end). A
 ``loss`` entry in the step outputs is averaged over samples.
 
+A step may instead return a list of data samples (MMEngine's ``val_step``):
+each metric is then called once with every sample of the epoch (gathered
+from all ranks) and returns a number or a dict of numbers.
+
 Example::
 
     >>> import torch
@@ -18,7 +22,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -27,7 +31,7 @@ from hookline.core import ConfigError, Registry
 
 from . import distributed
 
-METRICS = Registry("metric")
+METRICS = Registry("metric", scope="hookline")
 
 #: (trailing shape, dtype) of the collected predictions, and of the targets
 _Layout = tuple[tuple[tuple[int, ...], torch.dtype], tuple[tuple[int, ...], torch.dtype]]
@@ -81,12 +85,21 @@ class Evaluator:
         self._targets: list[torch.Tensor] = []
         self._sums: dict[str, torch.Tensor] = {}
         self._count = 0
+        #: data samples of steps that return lists (MMEngine's ``val_step``)
+        self._samples: list[Any] = []
         for metric in self.metrics.values():
             if _is_torchmetric(metric):
                 metric.reset()
 
-    def process(self, outputs: Mapping[str, Any]) -> None:
-        """Take one batch's outputs (``preds``, ``targets`` and scalar entries)."""
+    def process(self, outputs: Mapping[str, Any] | Sequence[Any]) -> None:
+        """Take one batch's outputs (``preds``, ``targets`` and scalar entries), or its list
+        of data samples."""
+        if not isinstance(outputs, Mapping):
+            if not isinstance(outputs, (list, tuple)):
+                raise TypeError(f"a validation or test step must return a dict or a list of "
+                                f"data samples, got {type(outputs).__name__}")
+            self._samples.extend(outputs)
+            return
         preds, targets = outputs.get("preds"), outputs.get("targets")
         size = len(targets) if isinstance(targets, torch.Tensor) and targets.dim() else 1
         for key, value in outputs.items():
@@ -106,6 +119,13 @@ class Evaluator:
             self._preds.append(preds.detach())
             self._targets.append(targets.detach())
 
+    def evaluate(self, size: int | None = None) -> dict[str, float]:  # noqa: ARG002  (MMEngine's signature)
+        """MMEngine's name: :meth:`compute` the metrics, then :meth:`reset` for the next
+        pass (``size``, the dataset length, is not needed: every sample is counted once)."""
+        metrics = self.compute()
+        self.reset()
+        return metrics
+
     def compute(self) -> dict[str, float]:
         """The epoch's metrics as floats, reduced over ranks (one sync, at the end).
 
@@ -117,11 +137,15 @@ class Evaluator:
         results: dict[str, float] = {}
         keys = sorted(self._sums)
         layout = _layout(self._preds, self._targets)
+        has_samples = bool(self._samples)
         if distributed.get_world_size() > 1:
             # which scalar keys and which prediction shapes exist on any rank
-            everyone = distributed.all_gather_object((keys, layout))
-            keys = sorted({key for rank_keys, _ in everyone for key in rank_keys})
-            layout = next((rank_layout for _, rank_layout in everyone if rank_layout), None)
+            everyone = distributed.all_gather_object((keys, layout, has_samples))
+            keys = sorted({key for rank_keys, _, _ in everyone for key in rank_keys})
+            layout = next((rank_layout for _, rank_layout, _ in everyone if rank_layout), None)
+            has_samples = any(flag for _, _, flag in everyone)
+        if has_samples:
+            return self._compute_on_samples()
         if keys:
             device = self._sums[keys[0]].device if self._sums else distributed.collective_device()
             zero = torch.zeros((), dtype=torch.float64, device=device)
@@ -142,6 +166,21 @@ class Evaluator:
             else:
                 value = None
             if value is not None:
+                results[name] = float(value.item() if isinstance(value, torch.Tensor) else value)
+        return results
+
+
+    def _compute_on_samples(self) -> dict[str, float]:
+        samples = [s for part in distributed.all_gather_object(self._samples) for s in part]
+        results: dict[str, float] = {}
+        for name, metric in self.metrics.items():
+            if _is_torchmetric(metric):
+                raise ConfigError(f"metric {name!r} is a torchmetrics metric, but the step returns "
+                                  f"data samples: give a callable(samples) instead")
+            value = metric(samples)
+            if isinstance(value, Mapping):
+                results.update({str(k): float(v) for k, v in value.items()})
+            elif value is not None:
                 results[name] = float(value.item() if isinstance(value, torch.Tensor) else value)
         return results
 

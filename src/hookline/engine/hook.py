@@ -12,17 +12,36 @@ import::
     ...             runner.logger.info("loss %.4f", float(outputs["loss"]))
     >>> PrintLoss().triggered_stages()
     ['after_train_iter']
+
+A stage method may also take only ``runner`` (mmcv's style): the Runner
+then calls it with ``runner`` alone, as decided when the hook is registered::
+
+    >>> class Seed(Hook):
+    ...     def after_train_iter(self, runner):
+    ...         pass
+    >>> Seed().stage_callable("after_train_iter").passes
+    ()
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Sized
-from typing import TYPE_CHECKING, Any
+import inspect
+from collections.abc import Callable, Sequence, Sized
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import Runner
 
 DATA_BATCH = Any
+
+
+class StageMethod(Protocol):
+    """What the Runner calls for a stage: a hook's bound method or a :class:`StageCall`."""
+
+    @property
+    def __self__(self) -> Any: ...
+
+    def __call__(self, runner: Runner, /, **kwargs: Any) -> None: ...
 
 #: every stage, in the order a training run reaches them
 STAGES: tuple[str, ...] = (
@@ -51,6 +70,16 @@ STAGES: tuple[str, ...] = (
     "on_exception",
 )
 
+#: the keyword arguments each stage is called with (after ``runner``)
+STAGE_KWARGS: dict[str, tuple[str, ...]] = {
+    stage: ("batch_idx", "data_batch", "outputs") if stage.startswith("after_") and
+    stage.endswith("_iter") else ("batch_idx", "data_batch") if stage.endswith("_iter")
+    else ("metrics",) if stage in ("after_val_epoch", "after_test_epoch")
+    else ("checkpoint",) if stage.endswith("_checkpoint")
+    else ("exception",) if stage == "on_exception" else ()
+    for stage in STAGES
+}
+
 #: a subclass overriding a mode-generic method (``_after_iter`` ...) triggers these stages
 GENERIC_STAGES = {
     "_before_epoch": ("before_train_epoch", "before_val_epoch", "before_test_epoch"),
@@ -69,6 +98,8 @@ class Hook:
     """
 
     priority: Any = "NORMAL"
+    #: every stage a Runner calls (MMEngine's ``Hook.stages``, plus ``on_exception``)
+    stages: tuple[str, ...] = STAGES
 
     # -- run -----------------------------------------------------------------
     def before_run(self, runner: Runner) -> None:
@@ -212,13 +243,73 @@ class Hook:
 
     # -- introspection ---------------------------------------------------------------------
     def triggered_stages(self) -> list[str]:
-        """The stages this hook's class overrides, in run order."""
+        """The stages this hook's class overrides (or this instance sets, as mmcv's
+        ``ClosureHook`` does), in run order."""
         cls = type(self)
         stages = {s for s in STAGES if getattr(cls, s) is not getattr(Hook, s)}
         for generic, concrete in GENERIC_STAGES.items():
             if getattr(cls, generic) is not getattr(Hook, generic):
                 stages.update(concrete)
+        own = getattr(self, "__dict__", {})
+        stages.update(s for s in STAGES if s in own)
         return [s for s in STAGES if s in stages]
+
+    def get_triggered_stages(self) -> list[str]:
+        """MMEngine's and mmcv's name for :meth:`triggered_stages`."""
+        return self.triggered_stages()
+
+    def stage_callable(self, stage: str) -> StageMethod:
+        """What the Runner calls for ``stage``, decided once when the hook is registered.
+
+        The bound method, adapted when its signature takes fewer of the stage's
+        keyword arguments (mmcv's ``after_train_iter(self, runner)``): those it
+        does not name are not passed. Subclasses may wrap it further.
+        """
+        return adapt_signature(getattr(self, stage), stage, self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+class StageCall:
+    """A stage method called with only the keyword arguments its signature names.
+
+    ``passes`` lists them (``()``: ``runner`` alone). ``__self__`` is the hook,
+    so errors and reports name it like a bound method.
+    """
+
+    __slots__ = ("__self__", "method", "passes")
+
+    def __init__(self, method: Callable[..., Any], hook: Any, passes: tuple[str, ...]) -> None:
+        self.method = method
+        self.__self__ = hook
+        self.passes = passes
+
+    def __call__(self, runner: Any, /, **kwargs: Any) -> None:
+        passes = self.passes
+        if not passes:
+            self.method(runner)
+        else:
+            self.method(runner, **{k: kwargs[k] for k in passes if k in kwargs})
+
+    def __repr__(self) -> str:
+        return f"<StageCall {getattr(self.method, '__qualname__', self.method)} passes={self.passes}>"
+
+
+def adapt_signature(method: Any, stage: str, hook: Any) -> StageMethod:
+    """``method`` itself when it takes every keyword argument of ``stage`` (or ``**kwargs``),
+    else a :class:`StageCall` passing only those it names. Inspected once, here."""
+    unchanged: StageMethod = method
+    expected = STAGE_KWARGS.get(stage, ())
+    if not expected:
+        return unchanged
+    try:
+        params = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):
+        return unchanged
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return unchanged
+    named = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if set(expected) <= named:
+        return unchanged
+    return StageCall(method, hook, tuple(k for k in expected if k in named))

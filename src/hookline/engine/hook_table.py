@@ -2,7 +2,10 @@
 
 All ordering work is paid when a hook is added or removed: each stage keeps a
 tuple of the bound methods of the hooks that override it, so dispatching a
-stage is one loop over exactly the hooks that care.
+stage is one loop over exactly the hooks that care. What to call is decided
+when a hook is added (:meth:`Hook.stage_callable`: a method taking only
+``runner`` is called with ``runner`` alone), and a method that looks like a
+stage but is none gets one warning then (:mod:`.stage_lint`).
 
 Example::
 
@@ -25,28 +28,20 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hookline.core import HookError, HookHandle, Priority
 from hookline.core.errors import ConfigError
 
-from .hook import STAGES, Hook
+from .hook import STAGES, Hook, StageMethod
+from .stage_lint import check_stage_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import Runner
 
 
-class StageMethod(Protocol):
-    """A hook's bound stage method, as the per-stage call tuples hold them."""
-
-    @property
-    def __self__(self) -> Hook: ...
-
-    def __call__(self, runner: Runner, /, **kwargs: Any) -> None: ...
-
-
 class _Entry:
-    __slots__ = ("hook", "priority", "is_default", "seq", "key")
+    __slots__ = ("calls", "hook", "is_default", "key", "priority", "seq")
 
     def __init__(self, hook: Hook, priority: int, is_default: bool, seq: int, key: str) -> None:
         self.hook = hook
@@ -54,6 +49,9 @@ class _Entry:
         self.is_default = is_default
         self.seq = seq
         self.key = key
+        #: stage -> what to call, decided once here (signature adaptation included)
+        self.calls: dict[str, StageMethod] = {
+            stage: hook.stage_callable(stage) for stage in hook.triggered_stages()}
 
     def sort_key(self) -> tuple[int, int, int]:
         return (self.priority, 0 if self.is_default else 1, self.seq)
@@ -80,6 +78,7 @@ class HookTable:
         if any(e.hook is hook for e in self._entries):
             raise ConfigError(f"{hook!r} is already registered with this Runner")
         level = int(Priority.get(hook.priority if priority is None else priority))
+        check_stage_names(hook)
         entry = _Entry(hook, level, is_default, self._seq, key or "")
         self._seq += 1
         self._entries.append(entry)
@@ -95,8 +94,8 @@ class HookTable:
     def _rebuild(self) -> None:
         calls: dict[str, list[StageMethod]] = defaultdict(list)
         for entry in self._entries:
-            for stage in entry.hook.triggered_stages():
-                calls[stage].append(getattr(entry.hook, stage))
+            for stage, call in entry.calls.items():
+                calls[stage].append(call)
         self.stages = {stage: tuple(calls.get(stage, ())) for stage in STAGES}
 
     @property

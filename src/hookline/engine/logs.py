@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 _COUNTER = itertools.count()
+_CURRENT: list[logging.Logger | None] = [None]
 FORMAT = "%(asctime)s - hookline - %(levelname)s - %(message)s"
 
 
@@ -46,6 +47,17 @@ def make_logger(work_dir: Path | None, *, main_process: bool, console: bool = Tr
         stream.setFormatter(formatter)
         logger.addHandler(stream)
     return logger
+
+
+def set_current_logger(logger: logging.Logger) -> None:
+    """Record ``logger`` as the one of the Runner that runs now (a Runner does it)."""
+    _CURRENT[0] = logger
+
+
+def current_logger() -> logging.Logger | None:
+    """The logger of the Runner that ran last (MMEngine's ``MMLogger.get_current_instance``),
+    or None before any run."""
+    return _CURRENT[0]
 
 
 def close_logger(logger: logging.Logger) -> None:

@@ -31,6 +31,7 @@ from .checks import positive_int
 from .data import move_to, set_epoch, skip_batches
 from .evaluator import Evaluator
 from .registries import LOOPS
+from .run_state import describe_position
 
 if TYPE_CHECKING:  # pragma: no cover
     from .run_state import RunState
@@ -170,11 +171,38 @@ class TrainLoop(BaseLoop):
             raise
         runner.outputs = outputs
         runner.message_hub.update_many("train", outputs)
-        self.state.complete_iter(batch_in_epoch)
+        self.state.complete_iter(batch_in_epoch, self._val_follows_iter())
         if stages["after_train_iter"]:
             hooks.call(runner, "after_train_iter", batch_idx=batch_idx, data_batch=data_batch,
                        outputs=outputs)
         self.state.advance_iter()
+
+    def _val_follows_iter(self) -> bool:
+        """Whether validation runs right after the iteration that is ending (iteration-based)."""
+        return False
+
+    def _validate_pending(self) -> None:
+        """After a resume from a checkpoint written between the end of an epoch (or
+        iteration) and its validation: run that validation first, as the run would have."""
+        if self.state.val_pending and self.runner.val_loop is not None:
+            self._validate()
+            self.runner.check_stop()
+
+    def _say_if_done(self) -> None:
+        """One log line when a resumed run has nothing left to train."""
+        state = self.state
+        if state.val_pending:
+            return
+        if state.stop_training:
+            reason = "the run had stopped early (stop_training, e.g. by early stopping)"
+        elif self.by_epoch and state.epoch >= self.max_epochs:
+            reason = f"all {self.max_epochs} epochs are done; raise max_epochs to train on"
+        elif not self.by_epoch and state.iter >= self.max_iters:
+            reason = f"all {self.max_iters} iterations are done; raise max_iters to train on"
+        else:
+            return
+        self.runner.logger.info("nothing left to train at %s: %s", describe_position(
+            *state.resume_point, by_epoch=self.by_epoch), reason)
 
     def _count_updates(self, start: int, total: int) -> None:
         """Accumulation groups count from ``start`` of ``total`` iterations (an epoch, or the run)."""
@@ -214,26 +242,31 @@ class EpochBasedTrainLoop(TrainLoop):
     def run(self) -> torch.nn.Module:
         runner = self.runner
         runner.hooks.call(runner, "before_train")
+        self._say_if_done()
+        self._validate_pending()
         while self.epoch < self._max_epochs and not self.stop_training:
             if not self.run_epoch():
                 break  # stopped mid-epoch
+            runner.check_stop()  # a signal during the epoch-end stages stops before validation
             if self.val_due_after_epoch(self.epoch):
                 self._validate()
+                runner.check_stop()
         runner.hooks.call(runner, "after_train")
+        runner.check_stop()  # a signal while training ended is not lost either
         return runner.model
 
     def run_epoch(self) -> bool:
         """One pass (the rest of it, after a resume), then the epoch-end stages; False when
         training stopped before the pass ended."""
         runner, state = self.runner, self.state
-        loader = self.dataloader  # a loader assigned by a hook takes effect here
-        length = len(loader)
         start = state.take_resume_batch()
+        runner.hooks.call(runner, "before_train_epoch")
+        loader = self.dataloader  # a loader a hook assigned, even in before_train_epoch, runs now
+        length = len(loader)
         set_epoch(loader, self.epoch)
         if 0 < start < length:
             skip_batches(loader, start)
         self._count_updates(start, length)
-        runner.hooks.call(runner, "before_train_epoch")
         if start < length:
             for batch_idx, data_batch in enumerate(loader, start):
                 self.run_iter(batch_idx, data_batch, batch_idx)
@@ -241,7 +274,7 @@ class EpochBasedTrainLoop(TrainLoop):
                     break
         if self.stop_training and state.batch < length:
             return False
-        state.complete_epoch()
+        state.complete_epoch(self.val_due_after_epoch(self.epoch + 1))
         runner.hooks.call(runner, "after_train_epoch")
         state.advance_epoch()
         return True
@@ -272,11 +305,16 @@ class IterBasedTrainLoop(TrainLoop):
     def val_due_after_iter(self, iters_done: int) -> bool:
         return self._val_due(iters_done, self._max_iters)
 
+    def _val_follows_iter(self) -> bool:
+        return self._val_due(self.iter + 1, self._max_iters)
+
     def run(self) -> torch.nn.Module:
         runner = self.runner
         runner.hooks.call(runner, "before_train")
+        self._say_if_done()
         runner.hooks.call(runner, "before_train_epoch")
         self._count_updates(self.iter, self._max_iters)
+        self._validate_pending()
         while self.iter < self._max_iters and not self.stop_training:
             loader = self.dataloader
             length = len(loader)
@@ -292,6 +330,7 @@ class IterBasedTrainLoop(TrainLoop):
                     break
         runner.hooks.call(runner, "after_train_epoch")
         runner.hooks.call(runner, "after_train")
+        runner.check_stop()  # a signal while training ended is not lost either
         return runner.model
 
 
@@ -310,13 +349,16 @@ class ValLoop(BaseLoop):
         #: name -> metric callable or torchmetrics metric
         self.metrics = dict(metrics if metrics is not None else runner.metrics)
         self.last_metrics: dict[str, float] = {}
+        #: what accumulates the current pass (MMEngine's ``val_loop.evaluator``): a hook may
+        #: run ``run_iter(i, batch)`` itself and read ``evaluator.evaluate(size)``
+        self.evaluator = Evaluator(self.metrics)
 
     def run(self) -> dict[str, float]:
         runner, mode = self.runner, self.mode
         call = runner.hooks.call
         model = runner.model
         was_training = model.training
-        evaluator = Evaluator(self.metrics)
+        evaluator = self.evaluator = Evaluator(self.metrics)
         call(runner, f"before_{mode}")
         call(runner, f"before_{mode}_epoch")
         model.eval()
@@ -327,6 +369,8 @@ class ValLoop(BaseLoop):
             metrics = evaluator.compute()
         finally:
             model.train(was_training)
+        if mode == "val":
+            runner.state.complete_val()  # a checkpoint written from here on does not repeat it
         for name, value in metrics.items():
             runner.message_hub.update(f"{mode}/{name}", value)
         runner.message_hub.info[f"{mode}_metrics"] = metrics
@@ -335,8 +379,13 @@ class ValLoop(BaseLoop):
         call(runner, f"after_{mode}")
         return metrics
 
-    def run_iter(self, batch_idx: int, data_batch: Any, evaluator: Evaluator) -> None:
+    def run_iter(self, batch_idx: int, data_batch: Any, evaluator: Evaluator | None = None
+                 ) -> None:
+        """One batch: hooks, the model's step, the outputs into ``evaluator`` (default:
+        :attr:`evaluator`), hooks."""
         runner, mode = self.runner, self.mode
+        if evaluator is None:
+            evaluator = self.evaluator
         data_batch = move_to(data_batch, runner.device)
         runner.hooks.call(runner, f"before_{mode}_iter", batch_idx=batch_idx, data_batch=data_batch)
         try:

@@ -73,11 +73,12 @@ class OptimWrapperLike(Protocol):
     def restore_grads(self, grads: Any) -> bool: ...
 
 
-def check_clip_grad(clip_grad: Any) -> dict[str, Any] | None:
+def check_clip_grad(clip_grad: Any, where: str = "clip_grad") -> dict[str, Any] | None:
     """Normalise ``clip_grad`` to ``{"type": "norm", "max_norm": ...}`` or ``{"type": "value", ...}``.
 
     Accepted: MMEngine's ``{max_norm, norm_type}`` / ``{type: "value", clip_value}``
-    and mmcv's ``grad_clip`` spelling ``{max_value: x}``.
+    and mmcv's ``grad_clip`` spelling ``{max_value: x}``; ``max_norm`` and
+    ``clip_value`` are finite numbers > 0. Errors name the argument as ``where``.
 
     Example::
 
@@ -95,23 +96,23 @@ def check_clip_grad(clip_grad: Any) -> dict[str, Any] | None:
     shapes = ("{'max_norm': x} (optionally 'norm_type'), {'type': 'value', 'clip_value': x} "
               "or {'max_value': x}")
     if not isinstance(clip_grad, Mapping):
-        raise ConfigError(f"clip_grad must be a dict such as {shapes}, got {clip_grad!r}")
+        raise ConfigError(f"{where} must be a dict such as {shapes}, got {clip_grad!r}")
     cfg = dict(clip_grad)
     if "max_value" in cfg and set(cfg) == {"max_value"}:
         cfg = {"type": "value", "clip_value": cfg["max_value"]}
     kind = cfg.pop("type", "norm")
     if kind == "norm" and "max_norm" in cfg and set(cfg) <= _CLIP_NORM_KEYS:
-        finite_positive_float(cfg["max_norm"], "clip_grad.max_norm")
+        finite_positive_float(cfg["max_norm"], f"{where}.max_norm")
         norm_type = cfg.get("norm_type", 2)
         if norm_type not in ("inf", float("inf")):
-            finite_positive_float(norm_type, "clip_grad.norm_type")
+            finite_positive_float(norm_type, f"{where}.norm_type")
         for flag in ("error_if_nonfinite", "foreach"):
-            boolean(cfg.get(flag), f"clip_grad.{flag}", allow_none=True)
+            boolean(cfg.get(flag), f"{where}.{flag}", allow_none=True)
         return {"type": "norm", **cfg}
     if kind == "value" and set(cfg) == {"clip_value"}:
-        finite_positive_float(cfg["clip_value"], "clip_grad.clip_value")
+        finite_positive_float(cfg["clip_value"], f"{where}.clip_value")
         return {"type": "value", **cfg}
-    raise ConfigError(f"clip_grad must be {shapes}, got {dict(clip_grad)!r}")
+    raise ConfigError(f"{where} must be {shapes}, got {dict(clip_grad)!r}")
 
 
 #: a reusable do-nothing context (``nullcontext`` may be entered any number of times)

@@ -6,7 +6,9 @@ by import), ``LOOPS`` the train/val/test loop classes, ``OPTIM_WRAPPERS``
 the optimizer wrappers, ``MODELS`` and ``DATASETS`` what users (and the
 demo) register, ``OPTIMIZERS`` and ``PARAM_SCHEDULERS`` every
 ``torch.optim`` and ``torch.optim.lr_scheduler`` class by its name, and
-``LOSSES`` every ``torch.nn`` loss class (``CrossEntropyLoss`` ...).
+``LOSSES`` every ``torch.nn`` loss class (``CrossEntropyLoss`` ...), and
+``HOOK_ADAPTERS`` the adapters that turn a Keras or Lightning callback into a
+hook (``hookline.integrations`` registers them, imported on first use).
 
 Example::
 
@@ -23,14 +25,21 @@ import torch
 
 from hookline.core import Registry
 
-HOOKS = Registry("hook", locations=("hookline.hooks",))
-LOOPS = Registry("loop")
-OPTIM_WRAPPERS = Registry("optim_wrapper")
-MODELS = Registry("model")
-DATASETS = Registry("dataset")
-OPTIMIZERS = Registry("optimizer")
-PARAM_SCHEDULERS = Registry("param_scheduler")
-LOSSES = Registry("loss")
+# scope "hookline": the roots of their trees (``hookline.compat`` hangs MMEngine's and
+# mmcv's registries below them, so "hookline.EMAHook" always names the built-in)
+# hookline.integrations adds the Keras and Lightning callbacks by import path
+# ("keras.callbacks.EarlyStopping"), run through their adapters
+HOOKS = Registry("hook", locations=("hookline.hooks", "hookline.integrations"), scope="hookline")
+LOOPS = Registry("loop", scope="hookline")
+OPTIM_WRAPPERS = Registry("optim_wrapper", scope="hookline")
+MODELS = Registry("model", scope="hookline")
+DATASETS = Registry("dataset", scope="hookline")
+OPTIMIZERS = Registry("optimizer", scope="hookline")
+PARAM_SCHEDULERS = Registry("param_scheduler", scope="hookline")
+LOSSES = Registry("loss", scope="hookline")
+#: adapters that wrap other frameworks' callbacks (Keras, Lightning) in hooks when they are
+#: registered with a Runner; ``hookline.integrations`` registers them (see hook_adapters.py)
+HOOK_ADAPTERS = Registry("hook_adapter", locations=("hookline.integrations",), scope="hookline")
 
 for _name, _obj in vars(torch.optim).items():
     if inspect.isclass(_obj) and issubclass(_obj, torch.optim.Optimizer) \

@@ -11,6 +11,12 @@ ones during an iteration:
 * :attr:`resume_point` ``(epoch, batch, iter)``: where a checkpoint written
   at this moment resumes from, advanced *before* those hooks.
 
+:attr:`val_pending` says that a validation is due at the resume point and has
+not run yet (from the end of an epoch or iteration after which validation is
+due, to the moment its metrics are computed), so a checkpoint written in
+between (``after_train_epoch``, a signal before the validation) resumes with
+that validation.
+
 Example::
 
     >>> from hookline.engine.run_state import RunState
@@ -29,6 +35,26 @@ import contextlib
 from collections.abc import Iterator
 
 
+def describe_position(epoch: int, batch: int, iteration: int, *, by_epoch: bool = True,
+                      val_pending: bool = False) -> str:
+    """A resume point in words, counting epochs from 1 as the logs do.
+
+    Example::
+
+        >>> describe_position(2, 0, 90), describe_position(2, 5, 95)
+        ('after epoch 2, iteration 90', 'epoch 3, batch 5, iteration 95')
+        >>> describe_position(0, 0, 40, by_epoch=False, val_pending=True)
+        'iteration 40, before its validation'
+    """
+    if not by_epoch:
+        where = f"iteration {iteration}"
+    elif batch == 0:
+        where = f"after epoch {epoch}, iteration {iteration}"
+    else:
+        where = f"epoch {epoch + 1}, batch {batch}, iteration {iteration}"
+    return where + (", before its validation" if val_pending else "")
+
+
 class RunState:
     """The run's position (epoch, iteration, batch in the epoch, resume batch) and stop request.
 
@@ -38,8 +64,8 @@ class RunState:
             hookline asks "is this run epoch-based".
     """
 
-    __slots__ = ("_batch", "_epoch", "_iter", "_point", "_resume_batch", "by_epoch",
-                 "stop_training")
+    __slots__ = ("_batch", "_epoch", "_iter", "_point", "_resume_batch", "_val_pending",
+                 "by_epoch", "stop_training")
 
     def __init__(self, by_epoch: bool = True) -> None:
         self.by_epoch = by_epoch
@@ -48,6 +74,7 @@ class RunState:
         self._batch = 0
         self._resume_batch = 0
         self._point = (0, 0, 0)
+        self._val_pending = False
         #: set by a hook (or ``runner.stop_training = True``) to end training after this iteration
         self.stop_training = False
 
@@ -72,6 +99,11 @@ class RunState:
         """``(epoch, batch, iter)`` a checkpoint written now resumes from."""
         return self._point
 
+    @property
+    def val_pending(self) -> bool:
+        """Whether a validation is due at :attr:`resume_point` and has not run yet."""
+        return self._val_pending
+
     # -- moving (the train loop's calls) ------------------------------------------------------
     def take_resume_batch(self) -> int:
         """The batch the current epoch starts at (after a resume), once; then 0."""
@@ -79,18 +111,26 @@ class RunState:
         self._batch = start
         return start
 
-    def complete_iter(self, batch_in_epoch: int) -> None:
-        """An iteration's step ran (``batch_in_epoch`` is its 0-based index in the epoch)."""
+    def complete_iter(self, batch_in_epoch: int, val_due: bool = False) -> None:
+        """An iteration's step ran (``batch_in_epoch`` is its 0-based index in the epoch);
+        ``val_due``: validation follows it (iteration-based runs)."""
         self._batch = batch_in_epoch + 1
         self._point = (self._epoch, self._batch, self._iter + 1)
+        self._val_pending = val_due
 
     def advance_iter(self) -> None:
         """The ``after_train_iter`` hooks ran: count the iteration."""
         self._iter += 1
 
-    def complete_epoch(self) -> None:
-        """An epoch's iterations ran: a checkpoint now resumes at the next epoch."""
+    def complete_epoch(self, val_due: bool = False) -> None:
+        """An epoch's iterations ran: a checkpoint now resumes at the next epoch (after the
+        validation that follows it, when ``val_due``)."""
         self._point = (self._epoch + 1, 0, self._iter)
+        self._val_pending = val_due
+
+    def complete_val(self) -> None:
+        """The pending validation computed its metrics: a checkpoint no longer repeats it."""
+        self._val_pending = False
 
     def advance_epoch(self) -> None:
         """The ``after_train_epoch`` hooks ran: count the epoch."""
@@ -98,13 +138,14 @@ class RunState:
         self._batch = 0
 
     def restore(self, epoch: int, iteration: int, batch: int = 0,
-                stop_training: bool = False) -> None:
+                stop_training: bool = False, val_pending: bool = False) -> None:
         """Put the run where a checkpoint says it was (``batch`` counts in epoch-based runs)."""
         self._epoch, self._iter = int(epoch), int(iteration)
         self._resume_batch = int(batch) if self.by_epoch else 0
         self._batch = self._resume_batch
         self._point = (self._epoch, self._resume_batch, self._iter)
         self.stop_training = bool(stop_training)
+        self._val_pending = bool(val_pending)
 
     @contextlib.contextmanager
     def counting_current(self, unit: str) -> Iterator[None]:
@@ -133,4 +174,5 @@ class RunState:
 
     def __repr__(self) -> str:
         return (f"RunState(by_epoch={self.by_epoch}, epoch={self._epoch}, iter={self._iter}, "
-                f"resume_point={self._point}, stop_training={self.stop_training})")
+                f"resume_point={self._point}, val_pending={self._val_pending}, "
+                f"stop_training={self.stop_training})")

@@ -21,6 +21,8 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import logging
+import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -31,23 +33,27 @@ import torch
 from hookline.core import ConfigError, HookHandle
 
 from . import distributed
+from .arguments import check_runner_arguments
 from .build import build_optim_wrapper, build_schedulers
-from .checkpoint import CheckpointWriter, load, resume_or_load, save
+from .checkpoint import CheckpointError, CheckpointWriter, load, resume_or_load, save
 from .checks import positive_int
 from .closure_hook import ClosureHook
+from .config_dict import ConfigDict
 from .data import build_dataloader
 from .default_hooks import default_hook_specs
 from .environment import destroy_at_exit, resolve_device, seed_everything
 from .evaluator import build_metrics
 from .hook import Hook
+from .hook_adapters import adapt_hook
 from .hook_table import HookProfile, HookTable
-from .logs import close_logger, make_logger
+from .logs import close_logger, make_logger, set_current_logger
 from .loops import TestLoop, TrainLoop, ValLoop, train_loop_config
 from .message_hub import MessageHub
 from .registries import DATASETS, HOOKS, LOOPS, LOSSES, MODELS
 from .run_state import RunState
 from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal
 from .step import StepModule, check_contract, make_step, make_train_step
+from .visualizer import Visualizer
 
 if TYPE_CHECKING:  # pragma: no cover
     from .optim_wrapper import OptimWrapperLike
@@ -74,12 +80,27 @@ class Runner:
                  device: str | torch.device = "auto", resume: str | Path | None = None,
                  load_from: str | Path | None = None, config: Mapping[str, Any] | None = None
                  ) -> None:
+        check_runner_arguments(  # before anything is built or written
+            model=model, optimizer=optimizer, optim_wrapper=optim_wrapper, loss_fn=loss_fn,
+            param_scheduler=param_scheduler, train_dataloader=train_dataloader,
+            val_dataloader=val_dataloader, test_dataloader=test_dataloader, hooks=hooks,
+            default_hooks=default_hooks, seed=seed, device=device, work_dir=work_dir,
+            resume=resume, load_from=load_from)
         if max_epochs is not None and max_iters is not None:
             raise ConfigError("give max_epochs or max_iters, not both")
         for name, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
                             ("val_interval", val_interval)):
             positive_int(value, name, allow_none=True)
         self.config = dict(config) if config is not None else None
+        #: the run's config with attribute access (MMEngine's ``runner.cfg``): ``config``, or
+        #: the plain-data arguments this Runner was given
+        self.cfg = ConfigDict(self.config if self.config is not None else _plain_arguments(
+            model=model, optimizer=optimizer, optim_wrapper=optim_wrapper,
+            param_scheduler=param_scheduler, train_dataloader=train_dataloader,
+            val_dataloader=val_dataloader, test_dataloader=test_dataloader,
+            max_epochs=max_epochs, max_iters=max_iters, val_interval=val_interval,
+            train_loop=train_loop, work_dir=None if work_dir is None else str(work_dir),
+            default_hooks=default_hooks, seed=seed))
         self.seed = seed
         seed_everything(seed)
         if distributed.init_from_env(str(device)):
@@ -90,8 +111,20 @@ class Runner:
             self.device = torch.device("cuda", torch.cuda.current_device())
         self.work_dir = Path(work_dir) if work_dir is not None else Path("work_dirs") / "run"
         self.logger = make_logger(self.work_dir, main_process=self.rank == 0)
+        set_current_logger(self.logger)
         weakref.finalize(self, close_logger, self.logger)
+        #: when the run started, ``%Y%m%d_%H%M%S`` (rank 0's on every rank)
+        self.timestamp: str = distributed.all_gather_object(
+            time.strftime("%Y%m%d_%H%M%S", time.localtime()))[0]
+        #: the run's name (MMEngine's): ``experiment_name`` from the config, else
+        #: ``<work_dir name>_<timestamp>``; assignable
+        self.experiment_name: str = str(self.cfg.get("experiment_name")
+                                        or f"{self.work_dir.name}_{self.timestamp}")
         self.message_hub = MessageHub()
+        self.message_hub.live_info = self._live_info
+        #: scalars, images and the config to ``work_dir/<timestamp>/vis_data`` (written on use)
+        self.visualizer = Visualizer(name=self.experiment_name,
+                                     save_dir=self.work_dir / self.timestamp / "vis_data")
         self._setup_model(model, loss_fn)
         self._optim_wrapper: OptimWrapperLike | None = None
         self.optim_wrapper = build_optim_wrapper(optimizer, optim_wrapper, self.model)
@@ -105,7 +138,7 @@ class Runner:
         #: writes checkpoints in order on a background thread (``save_checkpoint(background=True)``)
         self.checkpoint_writer = CheckpointWriter()
         self._train_step: Callable[[Any], dict[str, Any]] | None = None
-        self._eval_steps: dict[str, Callable[[Any], dict[str, Any]]] = {}
+        self._eval_steps: dict[str, Callable[[Any], Any]] = {}
         self._stop: StopRequest | None = None
         self.hooks = HookTable()
         self._register_default_hooks(default_hooks)
@@ -230,10 +263,29 @@ class Runner:
     def is_main_process(self) -> bool:
         return self.rank == 0
 
+    def _live_info(self) -> dict[str, Any]:
+        """What ``message_hub.get_info`` reports live (MMEngine's RuntimeInfoHook keys)."""
+        return {"epoch": self.epoch, "iter": self.iter, "max_epochs": self.max_epochs,
+                "max_iters": self.max_iters}
+
+    @staticmethod
+    def build_dataloader(dataloader: Any, seed: int | None = None) -> Any:
+        """A DataLoader from ``dataloader`` (a DataLoader or a config dict, see the
+        ``train_dataloader`` argument), sharded for this process (MMEngine's
+        ``Runner.build_dataloader``). A hook may assign the result to
+        ``runner.train_loop.dataloader``."""
+        return build_dataloader(dataloader, seed=0 if seed is None else seed,
+                               rank=distributed.get_rank(),
+                               world_size=distributed.get_world_size(),
+                               logger=logging.getLogger("hookline"), datasets_registry=DATASETS)
+
     # -- hooks --------------------------------------------------------------------
     def register_hook(self, hook: Hook | Mapping[str, Any], priority: Any = None, *,
                       _default_key: str | None = None) -> HookHandle:
         """Add a hook (an instance or a ``{"type": ...}`` config); returns its handle.
+
+        A Keras or Lightning callback is wrapped in its adapter hook
+        (:mod:`hookline.engine.hook_adapters`, docs/bridges.md).
 
         Priority comes from the argument, then the config's ``priority``, then
         the class; equal priorities keep registration order, defaults first.
@@ -246,6 +298,8 @@ class Runner:
             instance = HOOKS.build(cfg)
         else:
             instance = hook
+        # a Keras or Lightning callback (given or built from a config) runs through its adapter
+        instance = adapt_hook(instance, self)
         return self.hooks.add(instance, priority, is_default=_default_key is not None,
                               key=_default_key)
 
@@ -325,6 +379,9 @@ class Runner:
     @contextlib.contextmanager
     def _running(self) -> Iterator[None]:
         self._train_step, self._eval_steps = None, {}  # the model may have changed between runs
+        self.message_hub.make_current()
+        self.visualizer.make_current()
+        set_current_logger(self.logger)
         self.hooks.call(self, "before_run")
         try:
             yield
@@ -332,7 +389,9 @@ class Runner:
         except BaseException as exc:
             try:
                 self.checkpoint_writer.flush()
-            except Exception:  # the original error matters more; still tell the user
+            except CheckpointError as error:  # the original error matters more; still say it
+                self.logger.error("%s", error)
+            except Exception:
                 self.logger.exception("a background checkpoint write failed")
             self.hooks.call_on_exception(self, exc, self.logger)
             if isinstance(exc, TrainingInterrupted):
@@ -348,8 +407,9 @@ class Runner:
                                                       self._optim_wrapper, self.ddp_model)
         return step(batch)
 
-    def eval_step(self, batch: Any, mode: str = "val") -> dict[str, Any]:
-        """One ``val`` / ``test`` step (no gradients are taken by the loop around it)."""
+    def eval_step(self, batch: Any, mode: str = "val") -> Any:
+        """One ``val`` / ``test`` step (no gradients are taken by the loop around it): its
+        outputs dict, or the list of data samples the model's step returned."""
         step = self._eval_steps.get(mode)
         if step is None:
             step = self._eval_steps[mode] = make_step(self.model, self.loss_fn, mode)
@@ -373,7 +433,7 @@ class Runner:
 
     # -- checkpoints ------------------------------------------------------------------
     def save_checkpoint(self, path: str | Path, *, save_optimizer: bool = True,
-                        background: bool = False) -> Path:
+                        background: bool = False, make_room: Sequence[str | Path] = ()) -> Path:
         """Write the run's state to ``path`` (relative paths go in ``work_dir``) atomically.
 
         The state is serialised at once. With ``background=True`` the file is
@@ -381,9 +441,13 @@ class Runner:
         (in order with other background writes; ``flush_checkpoints()`` waits,
         and the Runner flushes before it loads a checkpoint and when a run
         ends). Multi-process runs always write in the foreground, so every
-        rank finds the file after the barrier that follows a save.
+        rank finds the file after the barrier that follows a save. A failed
+        write is a ``CheckpointWriteError`` naming the file and the cause;
+        ``make_room`` names files to delete first if the disk is full (the
+        checkpoints keep-N drops after this one).
         """
-        return save(self, path, save_optimizer=save_optimizer, background=background)
+        return save(self, path, save_optimizer=save_optimizer, background=background,
+                    make_room=make_room)
 
     def remove_checkpoint(self, path: str | Path) -> None:
         """Delete a checkpoint file (main process only), after every pending background write."""
@@ -407,3 +471,16 @@ class Runner:
     def __repr__(self) -> str:
         length = f"max_epochs={self.max_epochs}" if self.by_epoch else f"max_iters={self.max_iters}"
         return f"<Runner {type(self.model).__name__} {length} epoch={self.epoch} iter={self.iter}>"
+
+
+def _plain_arguments(**arguments: Any) -> dict[str, Any]:
+    """The arguments that are plain data (dicts, lists, numbers, strings), for ``runner.cfg``."""
+    def plain(value: Any) -> bool:
+        if isinstance(value, Mapping):
+            return all(isinstance(k, str) and plain(v) for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return all(plain(v) for v in value)
+        return value is None or isinstance(value, (str, int, float, bool))
+
+    return {key: value for key, value in arguments.items()
+            if value is not None and plain(value)}

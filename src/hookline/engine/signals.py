@@ -16,6 +16,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from .distributed import any_rank
+from .run_state import describe_position
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import Runner
@@ -77,9 +78,9 @@ def interrupt_on_signal(runner: Runner, stop: StopRequest, group: Any = None) ->
     if not signalled:
         return
     path = runner.save_checkpoint(f"iter_{runner.iter}.pth")
-    epoch, batch, _ = runner.state.resume_point
-    where = (f"epoch {epoch + 1}, batch {batch}, iteration {runner.iter}" if runner.by_epoch
-             else f"iteration {runner.iter}")
+    state = runner.state
+    where = describe_position(*state.resume_point, by_epoch=state.by_epoch,
+                              val_pending=state.val_pending)
     raise TrainingInterrupted(stop.signum or signal.SIGTERM, path, (
         f"stopped by {stop.name or 'a signal on another rank'} at {where}; checkpoint saved to "
         f"{path}. Resume with resume='auto' (hookline train ... --resume auto) or "

@@ -27,26 +27,31 @@ _METHODS = {"train": "training_step", "val": "validation_step", "test": "test_st
 
 
 def make_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, mode: str
-              ) -> Callable[[Any], dict[str, Any]]:
+              ) -> Callable[[Any], Any]:
     """The step function of ``mode`` ("train", "val" or "test") for ``model``, resolved once.
 
     It calls ``model.training_step(batch)`` (``validation_step``,
     ``test_step``) when the model has it, else computes
     ``loss_fn(model(inputs), targets)`` on an ``(inputs, targets)`` batch; it
-    returns the outputs dict. The Runner makes one per run, so the lookup is
-    not repeated every iteration.
+    returns the outputs dict (a ``validation_step`` / ``test_step`` may return a
+    list of data samples instead). The Runner makes one per run, so the lookup
+    is not repeated every iteration.
     """
     name = _METHODS[mode]
     method = getattr(model, name, None)
     if method is not None:
-        def own_step(batch: Any) -> dict[str, Any]:
+        def own_step(batch: Any) -> Any:
             outputs = method(batch)
             if isinstance(outputs, torch.Tensor):
                 return {"loss": outputs}
+            if mode != "train" and isinstance(outputs, (list, tuple)):
+                return list(outputs)  # data samples (MMEngine's val_step): the metrics get them
             if not isinstance(outputs, Mapping) or (mode == "train" and "loss" not in outputs):
                 raise TypeError(
                     f"{type(model).__name__}.{name} must return a dict with a 'loss' "
-                    f"entry (plus anything to log), got {type(outputs).__name__}"
+                    f"entry (plus anything to log)"
+                    + ("" if mode == "train" else ", or a list of data samples")
+                    + f", got {type(outputs).__name__}"
                 )
             return dict(outputs)
         return own_step
@@ -117,7 +122,7 @@ def make_train_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None,
 
 
 def run_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, batch: Any, mode: str
-             ) -> dict[str, Any]:
+             ) -> Any:
     """One step of ``mode`` on ``batch``; returns the outputs dict (see :func:`make_step`)."""
     return make_step(model, loss_fn, mode)(batch)
 
@@ -153,4 +158,5 @@ class StepModule(torch.nn.Module):
         self.train_forward = make_step(model, loss_fn, "train")
 
     def forward(self, batch: Any) -> dict[str, Any]:
-        return self.train_forward(batch)
+        outputs: dict[str, Any] = self.train_forward(batch)
+        return outputs

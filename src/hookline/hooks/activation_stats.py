@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from torch import nn
 
 from hookline.core import ConfigError
+from hookline.engine.checks import finite_float, non_negative_int
 from hookline.engine.registries import HOOKS
 from hookline.inspect import ActivationStats
 from hookline.inspect.activations import DEFAULT_TYPES
@@ -107,12 +108,9 @@ class ActivationStatsHook(_IntervalHook):
                  samples: int = 0, by_epoch: bool = True, every: int = 1) -> None:
         super().__init__(interval, by_epoch, every)
         self.types = resolve_types(types)
-        if isinstance(saturation, bool) or not isinstance(saturation, (int, float)) \
-                or not 0 <= saturation < 0.5:
-            raise ConfigError(f"ActivationStatsHook saturation must be in [0, 0.5), got {saturation!r}")
-        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
-            raise ConfigError(f"ActivationStatsHook samples must be an int >= 0, got {samples!r}")
-        self.saturation, self.samples = float(saturation), samples
+        self.saturation = finite_float(saturation, "saturation", owner="ActivationStatsHook",
+                                       low=0, high=0.5, open_high=True)
+        self.samples = non_negative_int(samples, "samples", owner="ActivationStatsHook")
         self.stats: _GatedActivationStats | None = None
         self._was_recording = True
 

@@ -4,6 +4,12 @@ Every file is a full, resumable checkpoint (model, optimizer, schedulers,
 AMP scaler, every hook's state, RNG, position in the data), written
 atomically with a ``latest`` pointer beside it.
 
+File names come back from checkpoints (the keep-N list, the best file, the
+deletions that were due) and are later deleted as ``folder / name``: only
+names these hooks make themselves are taken
+(:mod:`hookline.engine.checkpoint.names`); anything else is ignored, with a
+warning when training starts.
+
 Example::
 
     >>> from hookline.hooks import CheckpointHook
@@ -18,6 +24,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hookline.core import ConfigError
+from hookline.engine.checkpoint import remove_temp_files
+from hookline.engine.checkpoint.names import (
+    PERIODIC_TEMPLATES,
+    NamePattern,
+    best_file_name,
+    best_step,
+    plain_file_name,
+)
+from hookline.engine.checks import boolean, positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -25,23 +40,6 @@ from ._rules import infer_rule, is_better
 
 if TYPE_CHECKING:  # pragma: no cover
     from hookline.engine.runner import Runner
-
-
-def plain_file_name(name: Any) -> str | None:
-    """``name`` when it is a bare file name (no folder, not ``..``), else None.
-
-    File names kept in checkpoints are later deleted as ``work_dir / name``: a
-    crafted checkpoint must not name files outside the work dir.
-
-    Example::
-
-        >>> plain_file_name("epoch_3.pth"), plain_file_name("../x.pth"), plain_file_name("/etc/x")
-        ('epoch_3.pth', None, None)
-    """
-    if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name \
-            or "\\" in name:
-        return None
-    return name
 
 
 class BestCheckpoint:
@@ -75,10 +73,13 @@ class BestCheckpoint:
         self.best_score: float | None = None
         self.best_ckpt: str | None = None
         self._previous: str | None = None  # the best file to delete once the new one is written
+        self._orphan: str | None = None  # that deletion, due when the run was interrupted
+        #: file names a loaded state held that are not this object's own (ignored; see tidy)
+        self.dropped: list[str] = []
 
     @staticmethod
     def filename(key: str, step: str) -> str:
-        return f"best_{key.replace('/', '_')}_{step}.pth"
+        return best_file_name(key, step)
 
     def resolve(self, names: list[str]) -> None:
         """Fix the metric of ``"auto"`` from the metric names known before training."""
@@ -133,17 +134,49 @@ class BestCheckpoint:
             runner.remove_checkpoint(folder / previous)
 
     def state_dict(self) -> dict:
-        return {"key": self.key, "rule": self.rule, "best_score": self.best_score,
-                "best_ckpt": self.best_ckpt}
+        state = {"key": self.key, "rule": self.rule, "best_score": self.best_score,
+                 "best_ckpt": self.best_ckpt}
+        if self._previous is not None:  # written with the new best, deleted right after it
+            state["previous"] = self._previous
+        return state
 
     def load_state_dict(self, state: dict) -> None:
-        if self.key is not None and state.get("key") not in (None, self.key):
+        self.dropped = []  # a state loaded now replaces any loaded before
+        key = state.get("key")
+        if not isinstance(key, (str, type(None))) or (self.key is not None
+                                                       and key not in (None, self.key)):
             return  # the run tracked another metric before: its best says nothing about this one
-        if self.key is None and state.get("key") is not None:
-            self.key = state["key"]
+        if self.key is None and key is not None:
+            self.key = key
             self.rule = self._rule_arg or state.get("rule")
         self.best_score = state.get("best_score")
-        self.best_ckpt = plain_file_name(state.get("best_ckpt"))
+        self.best_ckpt = self._own(state.get("best_ckpt"))
+        self._orphan = self._own(state.get("previous"))
+
+    def _own(self, name: Any) -> str | None:
+        """``name`` when it is one of this metric's best-file names; else None (and noted)."""
+        if name is None:
+            return None
+        if self.key is not None and best_step(self.key, name) is not None:
+            return str(name)
+        self.dropped.append(repr(name))
+        return None
+
+    def tidy(self, runner: Runner, folder: Path) -> None:
+        """When training starts: warn about ignored file names from the loaded state, and delete
+        the previous best file that an interrupted run was about to delete."""
+        if self.dropped:
+            runner.logger.warning(
+                "%s: ignored best-checkpoint file names from the checkpoint that are not this "
+                "hook's own (a crafted or damaged checkpoint?): %s; those files are never deleted",
+                self.owner, ", ".join(self.dropped))
+            self.dropped = []
+        orphan, self._orphan = self._orphan, None
+        if orphan and orphan != self.best_ckpt and runner.is_main_process \
+                and (folder / orphan).is_file():
+            runner.remove_checkpoint(folder / orphan)
+            runner.logger.info("removed %s, a previous best checkpoint an interrupted run was "
+                               "about to delete", orphan)
 
 
 def metric_names(runner: Runner) -> list[str]:
@@ -192,9 +225,12 @@ class CheckpointHook(Hook):
                  out_dir: str | Path | None = None, max_keep_ckpts: int = -1,
                  save_last: bool = True, save_best: str | None = None, rule: str | None = None,
                  filename_tmpl: str | None = None) -> None:
-        if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
-            raise ConfigError(f"CheckpointHook interval must be an int >= 1, got {interval!r}")
-        if not isinstance(max_keep_ckpts, int) or max_keep_ckpts == 0 or max_keep_ckpts < -1:
+        positive_int(interval, "interval", owner="CheckpointHook")
+        for flag, value in (("by_epoch", by_epoch), ("save_optimizer", save_optimizer),
+                            ("save_last", save_last)):
+            boolean(value, flag, owner="CheckpointHook")
+        if not isinstance(max_keep_ckpts, int) or isinstance(max_keep_ckpts, bool) \
+                or max_keep_ckpts == 0 or max_keep_ckpts < -1:
             raise ConfigError("CheckpointHook max_keep_ckpts must be -1 (keep all) or an int "
                               f">= 1, got {max_keep_ckpts!r}")
         if filename_tmpl is not None and ("{}" not in filename_tmpl
@@ -214,6 +250,14 @@ class CheckpointHook(Hook):
         self.filename_tmpl = filename_tmpl
         self._tmpl = filename_tmpl or ("epoch_{}.pth" if by_epoch else "iter_{}.pth")
         self.kept: list[str] = []
+        # the names this hook writes: its template, and iter_N.pth (the save when a run stops)
+        self._names = [NamePattern(t) for t in dict.fromkeys([*([filename_tmpl] if filename_tmpl
+                                                                else []), *PERIODIC_TEMPLATES])
+                       if t.count("{}") == 1]
+        self._stale: list[str] = []  # files that keep-N deletes once the file being saved is written
+        self._orphans: list[str] = []  # such deletions, due when the run was interrupted
+        #: file names a loaded state held that are not this hook's own (ignored; see before_train)
+        self.dropped: list[str] = []
         self._last_saved_iter: int | None = None
         self._training = False
         self._pending: tuple[str, int] | None = None
@@ -236,14 +280,69 @@ class CheckpointHook(Hook):
     # -- state ------------------------------------------------------------------------
     def state_dict(self) -> dict:
         state: dict[str, Any] = {"kept": list(self.kept)}
+        if self._stale:  # deleted once this file is written: a resumed run finishes the job
+            state["stale"] = list(self._stale)
+        if self._pending is not None:  # due after the validation that a resumed run repeats
+            state["pending"] = list(self._pending)
         if self.best is not None:
             state["best"] = self.best.state_dict()
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        self.kept = [name for name in state.get("kept", []) if plain_file_name(name) is not None]
+        self.dropped = []  # a state loaded now replaces any loaded before (an undone resume's)
+        self.kept = self._own(state.get("kept", []))
+        self._orphans = self._own(state.get("stale", []))
+        pending = state.get("pending")
+        self._pending = None
+        if isinstance(pending, (list, tuple)) and len(pending) == 2 \
+                and isinstance(pending[1], int) and self._own([pending[0]]):
+            self._pending = (pending[0], pending[1])
         if self.best is not None and "best" in state:
             self.best.load_state_dict(state["best"])
+
+    def _own(self, names: Any) -> list[str]:
+        """The names in ``names`` that this hook writes; the others are noted in ``dropped``."""
+        if not isinstance(names, (list, tuple)):
+            self.dropped.append(repr(names))
+            return []
+        own = []
+        for name in names:
+            if any(pattern.matches(name) for pattern in self._names):
+                own.append(name)
+            else:
+                self.dropped.append(repr(name))
+        return own
+
+    def _tidy(self, runner: Runner) -> None:
+        """When training starts: warn about ignored names, finish the deletions an interrupted
+        run left undone, and remove the temp files of interrupted writes from ``out_dir``."""
+        folder = self._folder(runner)
+        if self.dropped:
+            runner.logger.warning(
+                "CheckpointHook: ignored file names from the checkpoint that are not this hook's "
+                "own (a crafted or damaged checkpoint?): %s; those files are never deleted",
+                ", ".join(self.dropped))
+            self.dropped = []
+        if self.best is not None:
+            self.best.tidy(runner, folder)
+        if not runner.state.val_pending:
+            self._pending = None  # its validation ran before the checkpoint was written
+        orphans, self._orphans = self._orphans, []
+        if not runner.is_main_process:
+            return
+        keep = {*self.kept, self.best_ckpt, *([self._pending[0]] if self._pending else [])}
+        gone = [name for name in orphans if name not in keep and (folder / name).is_file()]
+        for name in gone:
+            runner.remove_checkpoint(folder / name)
+        if gone:
+            runner.logger.info("removed %s: over max_keep_ckpts, the deletion an interrupted run "
+                               "left undone", ", ".join(gone))
+        if self.out_dir is not None and self.out_dir.resolve() != runner.work_dir.resolve():
+            removed = remove_temp_files(self.out_dir)
+            if removed:
+                runner.logger.info("removed %d unfinished checkpoint write(s) an interrupted run "
+                                   "left in %s: %s", len(removed), self.out_dir,
+                                   ", ".join(p.name for p in removed))
 
     # -- when to save -------------------------------------------------------------------
     def _folder(self, runner: Runner) -> Path:
@@ -265,6 +364,7 @@ class CheckpointHook(Hook):
         self._last_saved_iter = runner.iter  # nothing new to save before an iteration runs
         if self.best is not None:
             self.best.resolve(metric_names(runner))
+        self._tidy(runner)
 
     def after_train_epoch(self, runner: Runner) -> None:
         if not self._epochs:
@@ -302,7 +402,11 @@ class CheckpointHook(Hook):
             return
         stale = self._keep(pending[0]) if pending is not None else []
         if best_due and self.best is not None:
-            self.best.write(runner, self._folder(runner), save_optimizer=self.save_optimizer)
+            self._stale = stale  # the best file too records what is due for deletion
+            try:
+                self.best.write(runner, self._folder(runner), save_optimizer=self.save_optimizer)
+            finally:
+                self._stale = []
         if pending is not None:
             self._write_periodic(runner, *pending, stale)
 
@@ -326,13 +430,20 @@ class CheckpointHook(Hook):
         return stale
 
     def _write_periodic(self, runner: Runner, name: str, iteration: int, stale: list[str]) -> None:
-        runner.save_checkpoint(self._folder(runner) / name, save_optimizer=self.save_optimizer,
-                               background=True)
+        folder = self._folder(runner)
+        stale = [old for old in stale if old != self.best_ckpt]
+        # disk full: the stale files may go first, while another kept checkpoint stays
+        room = [folder / old for old in stale] if len(self.kept) >= 2 else []
+        self._stale = stale
+        try:
+            runner.save_checkpoint(folder / name, save_optimizer=self.save_optimizer,
+                                   background=True, make_room=room)
+        finally:
+            self._stale = []
         self._last_saved_iter = iteration
         if runner.is_main_process:
             for old in stale:
-                if old != self.best_ckpt:
-                    runner.remove_checkpoint(self._folder(runner) / old)
+                runner.remove_checkpoint(folder / old)
 
     # -- best ---------------------------------------------------------------------------
     def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:

@@ -34,6 +34,7 @@ import torch
 
 from hookline.core import ConfigError
 from hookline.engine.checkpoint import CheckpointError, load_checkpoint_file
+from hookline.engine.checks import boolean
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -103,7 +104,7 @@ class CheckpointLoaderHook(Hook):
             except (re.error, TypeError) as exc:
                 raise ConfigError(f"revise_keys pattern {pair[0]!r} is not a regex: {exc}") from exc
         self.path = Path(path)
-        self.strict = strict
+        self.strict = boolean(strict, "strict", owner="CheckpointLoaderHook")
         self.map_location = map_location
         self.revise_keys = revised
         self.loaded = False

@@ -14,7 +14,7 @@ import math
 from typing import TYPE_CHECKING
 
 from hookline.core import ConfigError
-from hookline.engine.checks import positive_int
+from hookline.engine.checks import boolean, finite_float, positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -59,12 +59,10 @@ class EarlyStoppingHook(Hook):
         if not isinstance(monitor, str) or not monitor:
             raise ConfigError(f"EarlyStoppingHook monitor must be a metric name, got {monitor!r}")
         positive_int(patience, "patience", owner="EarlyStoppingHook")
-        if isinstance(min_delta, bool) or not isinstance(min_delta, (int, float)) or min_delta < 0:
-            raise ConfigError(f"EarlyStoppingHook min_delta must be a number >= 0, got {min_delta!r}")
-        if stopping_threshold is not None and (isinstance(stopping_threshold, bool) or
-                                               not isinstance(stopping_threshold, (int, float))):
-            raise ConfigError("EarlyStoppingHook stopping_threshold must be a number or None, "
-                              f"got {stopping_threshold!r}")
+        finite_float(min_delta, "min_delta", owner="EarlyStoppingHook", low=0)
+        finite_float(stopping_threshold, "stopping_threshold", owner="EarlyStoppingHook",
+                     allow_none=True)
+        boolean(check_finite, "check_finite", owner="EarlyStoppingHook")
         self.monitor = monitor
         self.rule = infer_rule(monitor, rule)
         self.min_delta = float(min_delta)

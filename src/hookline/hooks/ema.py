@@ -24,7 +24,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from hookline.core import ConfigError
 from hookline.engine.checkpoint import load_checkpoint_file
-from hookline.engine.checks import positive_int
+from hookline.engine.checks import boolean, finite_float, non_negative_int, positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -78,14 +78,10 @@ class EMAHook(Hook):
 
     def __init__(self, decay: float = 0.999, interval: int = 1, begin_iter: int = 0,
                  update_buffers: bool = False) -> None:
-        if isinstance(decay, bool) or not isinstance(decay, (int, float)) \
-                or not 0.0 <= decay <= 1.0:
-            raise ConfigError(f"EMAHook decay must be a number in [0, 1], got {decay!r}")
+        finite_float(decay, "decay", owner="EMAHook", low=0, high=1)
         positive_int(interval, "interval", owner="EMAHook")
-        if isinstance(begin_iter, bool) or not isinstance(begin_iter, int) or begin_iter < 0:
-            raise ConfigError(f"EMAHook begin_iter must be an int >= 0, got {begin_iter!r}")
-        if not isinstance(update_buffers, bool):
-            raise ConfigError(f"EMAHook update_buffers must be True or False, got {update_buffers!r}")
+        non_negative_int(begin_iter, "begin_iter", owner="EMAHook")
+        boolean(update_buffers, "update_buffers", owner="EMAHook")
         self.decay = float(decay)
         self.interval = interval
         self.begin_iter = begin_iter

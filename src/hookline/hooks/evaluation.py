@@ -32,7 +32,7 @@ from torch import nn
 
 from hookline.core import ConfigError
 from hookline.engine import distributed
-from hookline.engine.checks import positive_int
+from hookline.engine.checks import boolean, non_negative_int, positive_int
 from hookline.engine.data import build_dataloader
 from hookline.engine.evaluator import build_metrics
 from hookline.engine.hook import Hook
@@ -49,11 +49,6 @@ if TYPE_CHECKING:
 #: private ``_BatchNorm`` base; these public classes are its concrete BatchNorm layers, lazy ones
 #: included once they have run)
 _BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
-
-
-def _non_negative(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ConfigError(f"EvalHook {name} must be an int >= 0, got {value!r}")
 
 
 @HOOKS.register()
@@ -88,8 +83,8 @@ class EvalHook(Hook):
         if dataloader is None:
             raise ConfigError("EvalHook needs a dataloader (a DataLoader or a config dict)")
         positive_int(interval, "interval", owner="EvalHook")
-        if start is not None:
-            _non_negative("start", start)
+        non_negative_int(start, "start", owner="EvalHook", allow_none=True)
+        boolean(by_epoch, "by_epoch", owner="EvalHook")
         self.dataloader = dataloader
         self.interval = interval
         self.by_epoch = by_epoch
@@ -114,6 +109,7 @@ class EvalHook(Hook):
         self._unit = 1 if self._epochs or not self.by_epoch else len(runner.train_dataloader)
         if self.best is not None:
             self.best.resolve(list(self.metrics if self.metrics is not None else runner.metrics))
+            self.best.tidy(runner, self._best_folder(runner))  # names from a resumed state
         done = self._done(runner, finished=True)
         if self.start is not None and self._due(done, before=True):
             self._evaluate(runner, bump=None)

@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from hookline.core import ConfigError
-from hookline.engine.checks import positive_int
+from hookline.engine.checks import boolean, is_number, non_negative_int, positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 from hookline.inspect import GradientMonitor
@@ -77,7 +77,7 @@ class _IntervalHook(Hook):
     def __init__(self, interval: int, by_epoch: bool, every: int) -> None:
         self.interval: int = positive_int(interval, "interval", owner=type(self).__name__)
         self.every: int = positive_int(every, "every", owner=type(self).__name__)
-        self.by_epoch = bool(by_epoch)
+        self.by_epoch = boolean(by_epoch, "by_epoch", owner=type(self).__name__)
         self._attached = False
 
     def _log_step(self, runner: Runner, batch_idx: int) -> bool:
@@ -214,7 +214,7 @@ class GradientMonitorHook(_IntervalHook):
                  every: int = 1) -> None:
         super().__init__(interval, by_epoch, every)
         for label, value in (("vanish", vanish), ("explode", explode)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if not is_number(value) or math.isnan(value):  # explode may be inf: never warn
                 raise ConfigError(f"GradientMonitorHook {label} must be a number, got {value!r}")
         if not 0 <= vanish < explode:
             raise ConfigError(f"GradientMonitorHook needs 0 <= vanish < explode, got vanish={vanish!r}, "
@@ -225,8 +225,7 @@ class GradientMonitorHook(_IntervalHook):
                                    or not all(isinstance(n, str) for n in layers)):
             raise ConfigError(f"GradientMonitorHook layers must be None or a non-empty list of module "
                               f"or parameter names, got {layers!r}")
-        if isinstance(top, bool) or not isinstance(top, int) or top < 0:
-            raise ConfigError(f"GradientMonitorHook top must be an int >= 0, got {top!r}")
+        non_negative_int(top, "top", owner="GradientMonitorHook")
         self.vanish, self.explode = float(vanish), float(explode)
         self.layers = list(layers) if layers is not None else None
         self.top = top

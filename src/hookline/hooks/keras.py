@@ -83,7 +83,9 @@ class _Means:
         self.sums: dict[str, Any] = {}
         self.count = 0
 
-    def add(self, outputs: Mapping[str, Any] | None) -> None:
+    def add(self, outputs: Mapping[str, Any] | None, weight: int = 1) -> None:
+        """Add one step's scalar outputs, each counted ``weight`` times (Keras weights a
+        step's loss by its batch size)."""
         if not isinstance(outputs, Mapping):
             return
         sums = self.sums
@@ -92,15 +94,22 @@ class _Means:
                 if value.numel() != 1:
                     continue
                 value = value.detach().reshape(())
+                if weight != 1:
+                    value = value.double() * weight
                 # float64 sums: one kernel per value (the add promotes), exact over long epochs
                 sums[key] = sums[key] + value if key in sums else value.double()
             elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                sums[key] = sums[key] + value if key in sums else float(value)
-        self.count += 1
+                value = float(value) * weight
+                sums[key] = sums[key] + value if key in sums else value
+        self.count += weight
+
+    def means(self) -> dict[str, _Mean]:
+        """The means so far, each computed when read."""
+        return {key: _Mean(total, self.count) for key, total in self.sums.items()}
 
     def logs(self) -> Logs:
         """The means so far, as ``Logs`` (nothing is computed until a value is read)."""
-        return Logs({key: _Mean(total, self.count) for key, total in self.sums.items()})
+        return Logs(self.means())
 
     def state(self) -> dict:
         return {"sums": dict(self.sums), "count": self.count}
@@ -119,7 +128,8 @@ _METHOD_STAGES: dict[str, tuple[str, ...]] = {
     "on_epoch_begin": ("before_train_epoch",),
     "on_epoch_end": ("after_train_iter", "after_train_epoch", "after_val_epoch"),
     "on_train_batch_begin": ("before_train_iter",),
-    "on_train_batch_end": ("after_train_iter",),
+    # the epoch end starts the next epoch's running means (even without on_epoch_end)
+    "on_train_batch_end": ("after_train_iter", "after_train_epoch"),
     "on_test_begin": ("before_val", "before_test"),
     "on_test_end": ("after_val_epoch", "after_test_epoch"),
     "on_test_batch_begin": ("before_val_iter", "before_test_iter"),
@@ -177,6 +187,8 @@ class KerasCallback(Hook):
 
     priority = "NORMAL"
     runner: Any = None
+    #: Keras 2 method names this class dispatches too (so they are not flagged as stage typos)
+    stage_aliases = tuple(_ALIASES)
 
     # -- the Keras API (no-ops) ------------------------------------------------------
     def on_train_begin(self, logs: Logs | None = None) -> None:
@@ -219,12 +231,25 @@ class KerasCallback(Hook):
     def params(self) -> dict[str, Any]:
         """Keras' ``self.params``: ``epochs`` (or None for ``max_iters`` runs) and ``steps``."""
         runner = self.runner
+        if self._params is not None:
+            return self._params
         if runner is None:
             return {}
         if not runner.by_epoch:
             return {"epochs": None, "steps": runner.max_iters}
         steps = len(runner.train_dataloader) if runner.train_dataloader is not None else None
         return {"epochs": runner.max_epochs, "steps": steps}
+
+    @params.setter
+    def params(self, value: dict[str, Any] | None) -> None:
+        # keras.callbacks.Callback.__init__ assigns params (a class deriving from both works)
+        self._params = value
+
+    _params: dict[str, Any] | None = None
+
+    def set_params(self, params: dict[str, Any]) -> None:
+        """Keras' setter: ``params`` replaces the values derived from the Runner."""
+        self._params = params
 
     # -- which stages ----------------------------------------------------------------
     def _overridden(self) -> frozenset[str]:
@@ -294,7 +319,9 @@ class KerasCallback(Hook):
         self.runner = runner
         self._flush_epoch()
         logs = self._means("train").logs()
-        self._train_means = None
+        self._train_means = None  # the next epoch's running means start from zero
+        if not self._overridden() & {"on_epoch_end", "on_train_end"}:
+            return  # only the batch methods: nothing reports this epoch
         if not runner.by_epoch:  # iteration-based: the run is one epoch, validated before
             for key, value in runner.message_hub.info.get("val_metrics", {}).items():
                 logs[f"val_{key}"] = value

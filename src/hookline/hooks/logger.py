@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from hookline.core import ConfigError
-from hookline.engine.checks import positive_int
+from hookline.engine.checks import boolean, positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -173,8 +173,8 @@ class LoggerHook(Hook):
                                      or Path(out_file).name != out_file):
             raise ConfigError(f"LoggerHook out_file must be a file name inside work_dir "
                               f"(no folders) or None, got {out_file!r}")
-        self.by_epoch = bool(by_epoch)
-        self.ignore_last = bool(ignore_last)
+        self.by_epoch = boolean(by_epoch, "by_epoch", owner="LoggerHook")
+        self.ignore_last = boolean(ignore_last, "ignore_last", owner="LoggerHook")
         self.out_file = out_file
         self._stream: Any = None
         self._start: tuple[float, int] | None = None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from hookline.engine.checks import boolean
 from hookline.engine.hook import GENERIC_STAGES, STAGES, Hook
 from hookline.engine.registries import HOOKS
 
@@ -56,9 +57,9 @@ class EmptyCacheHook(Hook):
 
     def __init__(self, before_epoch: bool = False, after_epoch: bool = True,
                  after_iter: bool = False) -> None:
-        self._before_epoch_on = bool(before_epoch)
-        self._after_epoch_on = bool(after_epoch)
-        self._after_iter_on = bool(after_iter)
+        self._before_epoch_on = boolean(before_epoch, "before_epoch", owner="EmptyCacheHook")
+        self._after_epoch_on = boolean(after_epoch, "after_epoch", owner="EmptyCacheHook")
+        self._after_iter_on = boolean(after_iter, "after_iter", owner="EmptyCacheHook")
         #: how many times the cache was emptied
         self.calls = 0
 

@@ -20,7 +20,7 @@ import torch
 from torch.profiler import ProfilerActivity
 
 from hookline.core import ConfigError
-from hookline.engine.checks import positive_int
+from hookline.engine.checks import boolean, non_negative_int, positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -32,12 +32,6 @@ _ACTIVITIES = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
 _DEVICE_SORT = ("self_device_time_total"
                 if hasattr(torch.autograd.profiler_util.FunctionEventAvg(), "self_device_time_total")
                 else "self_cuda_time_total")
-
-
-def _count(name: str, value: Any, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ConfigError(f"ProfilerHook {name} must be an int >= {minimum}, got {value!r}")
-    return value
 
 
 def _activities(spec: Sequence[Any] | None) -> list[ProfilerActivity] | None:
@@ -101,17 +95,18 @@ class ProfilerHook(Hook):
                  record_shapes: bool = False, profile_memory: bool = False,
                  with_stack: bool = False, with_flops: bool = False,
                  out_dir: str | Path | None = None, row_limit: int = 10) -> None:
-        self.wait = _count("wait", wait, 0)
-        self.warmup = _count("warmup", warmup, 0)
-        self.active: int = positive_int(active, "active", owner="ProfilerHook")
-        self.repeat = _count("repeat", repeat, 0)
-        self.skip_first = _count("skip_first", skip_first, 0)
-        self.row_limit = _count("row_limit", row_limit, 0)
+        owner = "ProfilerHook"
+        self.wait = non_negative_int(wait, "wait", owner=owner)
+        self.warmup = non_negative_int(warmup, "warmup", owner=owner)
+        self.active: int = positive_int(active, "active", owner=owner)
+        self.repeat = non_negative_int(repeat, "repeat", owner=owner)
+        self.skip_first = non_negative_int(skip_first, "skip_first", owner=owner)
+        self.row_limit = non_negative_int(row_limit, "row_limit", owner=owner)
         self.activities = _activities(activities)
-        self.record_shapes = bool(record_shapes)
-        self.profile_memory = bool(profile_memory)
-        self.with_stack = bool(with_stack)
-        self.with_flops = bool(with_flops)
+        self.record_shapes = boolean(record_shapes, "record_shapes", owner=owner)
+        self.profile_memory = boolean(profile_memory, "profile_memory", owner=owner)
+        self.with_stack = boolean(with_stack, "with_stack", owner=owner)
+        self.with_flops = boolean(with_flops, "with_flops", owner=owner)
         if out_dir is not None and not isinstance(out_dir, (str, Path)):
             raise ConfigError(f"ProfilerHook out_dir must be a path or None, got {out_dir!r}")
         self.out_dir = Path(out_dir) if out_dir is not None else None

@@ -16,6 +16,7 @@ import sys
 from typing import IO, TYPE_CHECKING, Any
 
 from hookline.core import ConfigError
+from hookline.engine.checks import boolean
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -62,8 +63,8 @@ class ProgressBarHook(Hook):
                               f"got {file!r}")
         self.enabled = enabled
         self.file = file
-        self.eval_bars = bool(eval_bars)
-        self.leave = bool(leave)
+        self.eval_bars = boolean(eval_bars, "eval_bars", owner="ProgressBarHook")
+        self.leave = boolean(leave, "leave", owner="ProgressBarHook")
         self._bar: Any = None
         self._eval_bar: Any = None
         self._shown: Any = None

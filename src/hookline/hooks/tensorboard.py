@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from hookline.core import ConfigError
-from hookline.engine.checks import positive_int
+from hookline.engine.checks import boolean, positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -78,8 +78,8 @@ class TensorboardLoggerHook(Hook):
         if log_dir is not None and not isinstance(log_dir, (str, Path)):
             raise ConfigError(f"TensorboardLoggerHook log_dir must be a path or None, got {log_dir!r}")
         self.log_dir = Path(log_dir) if log_dir is not None else None
-        self.by_epoch = bool(by_epoch)
-        self.histograms = bool(histograms)
+        self.by_epoch = boolean(by_epoch, "by_epoch", owner="TensorboardLoggerHook")
+        self.histograms = boolean(histograms, "histograms", owner="TensorboardLoggerHook")
         self.histogram_interval = histogram_interval
         self.writer: Any = None
         self._grads: dict[str, torch.Tensor] = {}

@@ -1,10 +1,17 @@
 """ActivationStats: mean, std, min, max, dead and saturated ratios of activation outputs.
 
-Only forward hooks are used: no full backward hooks, which fail on in-place
-activations (``ReLU(inplace=True)``). The statistics of each call are
+Only forward hooks are used (statistics of outputs need no backward pass), so
+in-place activations (``ReLU(inplace=True)``) work. The statistics of each call are
 reduced on the device at once, before a later in-place op can change the
 output, and added to running totals there; ``report()`` copies them to the
 host.
+
+**Alerts.** A call whose dead fraction is above ``dead_threshold``, or (a
+bounded activation) whose saturated fraction is above
+``saturation_threshold`` (both off by default), is an alert ``(step, layer,
+"dead" | "saturated")`` in ``.alerts``, like GradientMonitor's; a step is one
+forward call of the model. The per-call fractions stay on the device and are
+checked when you read ``alerts`` (or every 100 steps).
 
 Example::
 
@@ -12,14 +19,17 @@ Example::
     >>> from torch import nn
     >>> from hookline.inspect import ActivationStats
     >>> net = nn.Sequential(nn.Linear(4, 32), nn.ReLU(inplace=True), nn.Linear(32, 1), nn.Sigmoid())
-    >>> with ActivationStats(net) as stats:
+    >>> with ActivationStats(net, dead_threshold=0.2) as stats:
     ...     _ = net(torch.randn(64, 4))
     >>> sorted(stats.report()), 0.0 < stats.report()["1"]["dead"] < 1.0
     (['1', '3'], True)
+    >>> stats.alerts     # about half of a ReLU's outputs are 0: above 0.2
+    [(0, '1', 'dead')]
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +46,8 @@ DEFAULT_TYPES: tuple[type[nn.Module], ...] = (
     nn.Mish, nn.Sigmoid, nn.Tanh, nn.Hardtanh, nn.Hardsigmoid, nn.Hardswish, nn.Softplus, nn.Softsign,
 )
 FIELDS = ("calls", "mean", "std", "min", "max", "dead", "saturated")
+ALERT_KINDS = ("dead", "saturated")
+FLUSH_EVERY = 100  # steps between two checks of the pending alerts
 
 
 def output_bounds(module: nn.Module) -> tuple[float, float] | None:
@@ -63,16 +75,26 @@ class ActivationStats(HookTool):
             (ReLU, GELU ...) report ``saturated`` as None.
         samples: values of the latest call kept per layer for histograms
             (evenly strided; 0 keeps none).
+        dead_threshold: a call whose fraction of zero outputs is above this
+            is a ``"dead"`` alert (None, the default: no dead alerts).
+        saturation_threshold: a call of a bounded activation whose saturated
+            fraction is above this is a ``"saturated"`` alert (None: none).
+            With either threshold set, the per-call fractions are checked on
+            the host every 100 steps (one copy); without, nothing is read
+            before ``report()``.
+        max_alerts: how many alerts to keep (the latest).
 
     ``report()`` gives, per layer name: ``calls``, ``mean``, ``std``,
     ``min``, ``max``, ``dead`` (the fraction of outputs exactly zero) and
     ``saturated``, over every element of every call since the start or the
-    last ``reset()``.
+    last ``reset()``. ``alerts`` lists ``(step, layer name, kind)``; ``step``
+    counts the model's forward calls from 0.
     """
 
     def __init__(self, model: nn.Module,
                  types: type[nn.Module] | Sequence[type[nn.Module]] = DEFAULT_TYPES, *,
-                 saturation: float = 0.01, samples: int = 4096) -> None:
+                 saturation: float = 0.01, samples: int = 4096, dead_threshold: float | None = None,
+                 saturation_threshold: float | None = None, max_alerts: int = 10_000) -> None:
         super().__init__()
         if not isinstance(model, nn.Module):
             raise ConfigError(f"ActivationStats expects an nn.Module, got {type(model).__name__}")
@@ -82,6 +104,17 @@ class ActivationStats(HookTool):
             raise ConfigError(f"types must be nn.Module subclasses, got {given!r}")
         if not 0 <= saturation < 0.5:
             raise ConfigError(f"saturation must be in [0, 0.5), got {saturation!r}")
+        thresholds = (("dead_threshold", dead_threshold), ("saturation_threshold", saturation_threshold))
+        for label, value in thresholds:
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not 0 <= value < 1):
+                raise ConfigError(f"{label} must be a fraction in [0, 1) or None (no alerts), got {value!r}")
+        if not isinstance(max_alerts, int) or isinstance(max_alerts, bool) or max_alerts < 1:
+            raise ConfigError(f"max_alerts must be an int >= 1, got {max_alerts!r}")
+        self.dead_threshold, self.saturation_threshold = dead_threshold, saturation_threshold
+        self.step = 0  # forward calls of the model started
+        self._pending: list[tuple[int, str, int, torch.Tensor]] = []  # (step, layer, elements, counts)
+        self._alerts: deque[tuple[int, str, str]] = deque(maxlen=max_alerts)
         self.saturation, self.samples = saturation, int(samples)
         self.layers = [(n, m) for n, m in model.named_modules() if isinstance(m, classes)]
         if not self.layers:
@@ -92,8 +125,14 @@ class ActivationStats(HookTool):
         self._totals: dict[str, list[Any]] = {}  # name -> [calls, elements, sums, min, max]
         self._samples: dict[str, torch.Tensor] = {}
         self._bounds = {n: output_bounds(m) for n, m in self.layers}
+        self._hook_module(model, self._count_step, "forward_pre", "model", prepend=True)
         for name, module in self.layers:
             self._hook_module(module, self._recorder(name), "forward", name)
+
+    def _count_step(self, _module: nn.Module, _args: Any) -> None:
+        self.step += 1
+        if len(self._pending) >= FLUSH_EVERY * len(self.layers):
+            self._flush()
 
     def _recorder(self, name: str) -> Callable[[nn.Module, Any, Any], None]:
         def record(_module: nn.Module, _args: Any, output: Any) -> None:
@@ -112,13 +151,16 @@ class ActivationStats(HookTool):
             margin = self.saturation * (bounds[1] - bounds[0])
             counted.append(((flat <= bounds[0] + margin) | (flat >= bounds[1] - margin)).sum().to(acc))
         low, high = torch.aminmax(flat)
+        stacked = torch.stack(counted)
+        if self.dead_threshold is not None or (bounds is not None and self.saturation_threshold is not None):
+            self._pending.append((max(self.step - 1, 0), name, flat.numel(), stacked))
         total = self._totals.get(name)
         if total is None:
-            self._totals[name] = [1, flat.numel(), torch.stack(counted), low, high]
+            self._totals[name] = [1, flat.numel(), stacked.clone(), low, high]
         else:  # calls and element counts are host ints: no device work for them
             total[0] += 1
             total[1] += flat.numel()
-            total[2] += torch.stack(counted)
+            total[2] += stacked
             total[3] = torch.minimum(total[3], low)
             total[4] = torch.maximum(total[4], high)
         if self.samples:
@@ -143,6 +185,28 @@ class ActivationStats(HookTool):
             }
         return out
 
+    def _flush(self) -> None:
+        """Copy the pending per-call counts to the host (one copy) and turn them into alerts."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        counts = torch.cat([c.reshape(-1) for *_, c in pending]).double().cpu().tolist()
+        at = 0
+        for step, name, elements, row in pending:
+            values = counts[at:at + row.numel()]
+            at += row.numel()
+            if self.dead_threshold is not None and values[2] / elements > self.dead_threshold:
+                self._alerts.append((step, name, "dead"))
+            if (len(values) > 3 and self.saturation_threshold is not None
+                    and values[3] / elements > self.saturation_threshold):
+                self._alerts.append((step, name, "saturated"))
+
+    @property
+    def alerts(self) -> list[tuple[int, str, str]]:
+        """``(step, layer name, kind)`` for every alert so far (the latest ``max_alerts``)."""
+        self._flush()
+        return list(self._alerts)
+
     def sample(self, name: str) -> torch.Tensor:
         """Values of the latest output of layer ``name`` (up to ``samples``, on the CPU)."""
         if name not in self._bounds:
@@ -152,11 +216,18 @@ class ActivationStats(HookTool):
         return self._samples[name].float().cpu()
 
     def reset(self) -> None:
-        """Forget the statistics gathered so far."""
+        """Forget the statistics and alerts gathered so far (the step count stays)."""
         self._totals.clear()
         self._samples.clear()
+        self._pending.clear()
+        self._alerts.clear()
 
     def table(self) -> str:
-        """``report()`` as a text table."""
-        rows = [[name, *(stats[f] for f in FIELDS)] for name, stats in self.report().items()]
-        return text_table(["layer", *FIELDS], rows, title="activations")
+        """``report()`` as a text table, with the kinds of alert each layer had."""
+        kinds: dict[str, list[str]] = {}
+        for _step, name, kind in self.alerts:
+            if kind not in kinds.setdefault(name, []):
+                kinds[name].append(kind)
+        rows = [[name, *(stats[f] for f in FIELDS), ",".join(kinds.get(name, []))]
+                for name, stats in self.report().items()]
+        return text_table(["layer", *FIELDS, "alerts"], rows, title="activations")

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.utils.rnn import PackedSequence
 
 from hookline.core import ConfigError
 
@@ -28,9 +29,16 @@ from ._tool import HookTool
 
 
 def map_tensors(value: Any, fn: Any) -> Any:
-    """Apply ``fn`` to every tensor in nested tuples, lists and dicts; other values pass through."""
+    """Apply ``fn`` to every tensor in nested tuples, lists and dicts; other values pass through.
+
+    A ``PackedSequence`` keeps its ``batch_sizes`` as they are (torch wants them on the CPU).
+    """
     if isinstance(value, torch.Tensor):
         return fn(value)
+    if isinstance(value, PackedSequence):
+        data, batch_sizes, order, unorder = value
+        return PackedSequence(fn(data), batch_sizes, None if order is None else fn(order),
+                              None if unorder is None else fn(unorder))
     if isinstance(value, tuple):
         items = [map_tensors(v, fn) for v in value]
         return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
@@ -42,8 +50,19 @@ def map_tensors(value: Any, fn: Any) -> Any:
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors in nested tuples, lists and dicts (of a PackedSequence, its data)."""
     found: list[torch.Tensor] = []
-    map_tensors(value, found.append)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+        elif isinstance(item, PackedSequence):
+            found.append(item.data)
+        elif isinstance(item, (tuple, list)):
+            stack.extend(reversed(item))
+        elif isinstance(item, Mapping):
+            stack.extend(reversed(list(item.values())))
     return found
 
 

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from hookline.core import ConfigError, HookHandle
+from hookline.core.event import check_options as check_filters
 
 from ._register import KINDS, MODULE_KINDS, check_kind, check_options, hook_module, hook_tensor
 from ._resolve import module_names, resolve_modules
@@ -52,7 +53,8 @@ class HookManager(HookTool):
         self.model = model
         self._names = module_names(model) if model is not None else {}
 
-    def register(self, target: Any, fn: Callable, kind: str = "forward", **options: Any) -> HookHandle:
+    def register(self, target: Any, fn: Callable, kind: str = "forward", *, every: int = 1,
+                 once: bool = False, when: Callable[..., Any] | None = None, **options: Any) -> HookHandle:
         """Register ``fn`` on every module or tensor ``target`` designates; one handle for all.
 
         Args:
@@ -69,33 +71,62 @@ class HookManager(HookTool):
             kind: ``"forward"``, ``"forward_pre"``, ``"backward"``,
                 ``"backward_pre"``, ``"tensor"`` or ``"post_accumulate_grad"``.
                 With a tensor kind, a module target means the parameters
-                (requiring grad) of the matched modules.
+                (requiring grad) of the matched modules. The backward kinds
+                work with in-place ops (see :mod:`hookline.inspect._backward`).
+            every: run on every ``every``-th call of each matched module or
+                tensor (counted per module or tensor).
+            once: run once on each matched module or tensor, then come off it;
+                the handle reports ``removed`` when it is off all of them.
+            when: run only when ``when(*hook_args)`` (the hook's own arguments) is true.
             **options: torch's options: ``prepend`` (all module kinds),
                 ``with_kwargs`` (forward, forward_pre), ``always_call`` (forward).
 
         Returns:
             A :class:`~hookline.core.HookHandle` whose ``remove()`` removes
             the hook from every matched module or tensor.
+
+        An exception raised by ``fn`` reaches the caller as a
+        :class:`~hookline.core.HookError` naming ``fn`` and the hook point
+        ``<module name>.<kind>``, with the original as ``__cause__``.
         """
         check_kind(kind)
         if not callable(fn):
             raise ConfigError(f"a hook must be callable, got {fn!r}")
         check_options(kind, options)
+        check_filters(once, every, when)
+        handles: list[HookHandle] = []  # the registration's handle, once it exists
+        parts: list[HookHandle] = []
+
+        def part_removed() -> None:  # once=True: the handle goes with the last part
+            if once and handles and all(p.removed for p in parts):
+                handles[0].remove()
+
+        filters: dict[str, Any] = {"every": every, "once": once, "when": when, "on_removed": part_removed}
         if kind in MODULE_KINDS:
             if isinstance(target, torch.Tensor):
                 raise ConfigError(f"hook kind {kind!r} needs a module target, got a tensor; "
                                   "use kind='tensor' or 'post_accumulate_grad' for tensors")
-            modules = resolve_modules(self.model, target)
-            parts = [hook_module(m, fn, kind, name, **options) for name, m in modules]
+            found: list[tuple[str, Any]] = resolve_modules(self.model, target)
         else:
-            parts = [hook_tensor(t, fn, kind, name) for name, t in self._tensors(target)]
+            found = self._tensors(target)
+        try:
+            for name, obj in found:
+                if kind in MODULE_KINDS:
+                    parts.append(hook_module(obj, fn, kind, name, **filters, **options))
+                else:
+                    parts.append(hook_tensor(obj, fn, kind, name, **filters))
+        except BaseException:  # all or nothing: a failed registration leaves no hook behind
+            for part in reversed(parts):
+                part.remove()
+            raise
         points = ",".join(h.point.rsplit(".", 1)[0] for h in parts[:3]) + (",..." if len(parts) > 3 else "")
 
         def remover() -> None:
             for part in reversed(parts):
                 part.remove()
 
-        return self._handles.add(HookHandle(remover, fn, f"{points}.{kind}"))
+        handles.append(self._handles.add(HookHandle(remover, fn, f"{points}.{kind}")))
+        return handles[0]
 
     def _tensors(self, target: Any) -> list[tuple[str, torch.Tensor]]:
         if isinstance(target, torch.Tensor):

@@ -104,6 +104,11 @@ class ModelSummary:
             in-place results are not counted twice). Training keeps roughly this
             much alive for backward.
         depth: the depth the table shows.
+        forward: whether a forward pass ran. Without one (``summary(model)``
+            with no input) the rows have no output shapes and no FLOPs.
+        uninitialized: names of parameters not counted because they are
+            uninitialized (a lazy module such as ``nn.LazyLinear`` before its
+            first forward pass).
     """
 
     model_name: str
@@ -116,6 +121,8 @@ class ModelSummary:
     activation_bytes: int
     depth: int
     all_layers: list[LayerRecord] = field(default_factory=list, repr=False)
+    forward: bool = True
+    uninitialized: list[str] = field(default_factory=list)
 
     @property
     def total_macs(self) -> int:
@@ -144,8 +151,8 @@ class ModelSummary:
         shown_parents = {id(r.parent) for r in self.layers if r.parent is not None}
         branch, last = ("|-", "`-") if ascii_only else ("├─", "└─")
         pipe = "| " if ascii_only else "│ "
-        header = ("Layer (name (type))", "Output Shape", "Param #", "Trainable #", "FLOPs")
-        rows = []
+        header: tuple[str, ...] = ("Layer (name (type))", "Output Shape", "Param #", "Trainable #", "FLOPs")
+        rows: list[tuple[str, ...]] = []
         for row in self.layers:
             indent = (pipe + "   ") * max(row.depth - 1, 0) + (branch if row.depth == 1 else last)
             params, trainable = self._param_cells(row, id(row) in shown_parents)
@@ -156,6 +163,9 @@ class ModelSummary:
                 trainable,
                 _num(row.flops),
             ))
+        if not self.forward:  # no shapes, no FLOPs: those columns would be all dashes
+            header = (header[0], *header[2:4])
+            rows = [(r[0], *r[2:4]) for r in rows]
         widths = [max(len(h), *(len(r[i]) for r in rows)) + 2 for i, h in enumerate(header)]
         widths[0] = max(widths[0], 40)
 
@@ -166,10 +176,17 @@ class ModelSummary:
 
         rule = "=" * sum(widths)
         mb = 1e6
-        parts = [rule, line(header), rule, *(line(r) for r in rows), rule,
-                 f"Total params: {self.total_params:,}",
-                 f"Trainable params: {self.trainable_params:,}",
-                 f"Non-trainable params: {self.non_trainable_params:,}",
+        totals = [f"Total params: {self.total_params:,}",
+                  f"Trainable params: {self.trainable_params:,}",
+                  f"Non-trainable params: {self.non_trainable_params:,}"]
+        if self.uninitialized:
+            shown = ", ".join(self.uninitialized[:5]) + (", ..." if len(self.uninitialized) > 5 else "")
+            totals.append(f"Uninitialized (lazy) params, not counted: {shown}")
+        if not self.forward:
+            totals.append("Parameters only: no forward pass (input_size or input_data give shapes and FLOPs)")
+            return "\n".join([rule, line(header), rule, *(line(r) for r in rows), rule, *totals,
+                              f"Params size (MB): {self.param_bytes / mb:.2f}", rule])
+        parts = [rule, line(header), rule, *(line(r) for r in rows), rule, *totals,
                  f"Total FLOPs: {self.total_flops:,} ({readable(self.total_flops, 'FLOPs')}, "
                  f"{readable(self.total_macs, 'MACs')})",
                  rule,

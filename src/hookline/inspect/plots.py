@@ -61,7 +61,7 @@ def _gradient_values(source: Any) -> tuple[dict[str, float], dict[str, float], s
     if isinstance(source, GradientMonitor):
         report = source.report()
         flagged = {name for step, name, _kind in source.alerts if report.get(name, {}).get("step") == step}
-        return ({n: s["norm"] for n, s in report.items()}, {n: s["max"] for n, s in report.items()},
+        return ({n: s["norm"] for n, s in report.items()}, {n: s["abs_max"] for n, s in report.items()},
                 flagged, source)
     if isinstance(source, nn.Module):
         norms, maxes = {}, {}
@@ -72,7 +72,8 @@ def _gradient_values(source: Any) -> tuple[dict[str, float], dict[str, float], s
         return norms, maxes, set(), None
     if isinstance(source, Mapping):
         norms = {n: float(v["norm"] if isinstance(v, Mapping) else v) for n, v in source.items()}
-        maxes = {n: float(v["max"]) for n, v in source.items() if isinstance(v, Mapping) and "max" in v}
+        maxes = {n: float(v.get("abs_max", v.get("max", math.nan))) for n, v in source.items()
+                 if isinstance(v, Mapping) and ("abs_max" in v or "max" in v)}
         return norms, maxes, set(), None
     raise ConfigError(f"plot_gradient_flow expects a GradientMonitor, a module with gradients or a dict "
                       f"of norms, got {type(source).__name__}")
@@ -84,7 +85,7 @@ def plot_gradient_flow(source: Any, path: str | os.PathLike | None = None, *,
 
     ``source`` is a :class:`GradientMonitor` (latest step; alerts in red and
     its thresholds drawn), a module whose ``.grad`` are set, or a dict
-    ``{name: norm}`` / ``{name: {"norm": ..., "max": ...}}``.
+    ``{name: norm}`` / ``{name: {"norm": ..., "abs_max": ...}}`` (or ``"max"``, read as max |g|).
     """
     norms, maxes, flagged, monitor = _gradient_values(source)
     if not norms:

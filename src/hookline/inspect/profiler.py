@@ -8,17 +8,21 @@ robust with several streams). The model's own forward is timed the same way,
 so the table shows how much of it the layers account for (the rest is
 functional code between layers, such as ``torch.flatten`` or ``x + y``).
 
+``warmup=N`` runs the model's first N forward calls untimed (first calls pay
+for allocation, kernel selection and lazy initialisation). Each layer reports
+the mean and the standard deviation of its per-call times.
+
 Example::
 
     >>> import torch
     >>> from torch import nn
     >>> from hookline.inspect import LayerProfiler
     >>> net = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
-    >>> with LayerProfiler(net) as prof:
-    ...     for _ in range(3):
+    >>> with LayerProfiler(net, warmup=1) as prof:
+    ...     for _ in range(4):
     ...         _ = net(torch.randn(32, 64))
-    >>> sorted(t.name for t in prof.report()), [t.calls for t in prof.report()]
-    (['0', '1', '2'], [3, 3, 3])
+    >>> sorted(t.name for t in prof.report()), [t.calls for t in prof.report()], prof.forward_calls
+    (['0', '1', '2'], [3, 3, 3], 3)
     >>> print(prof.table())  # doctest: +SKIP
 """
 
@@ -50,6 +54,7 @@ class LayerTime:
     calls: int
     total_ms: float
     percent: float = 0.0  # share of the model's measured forward time
+    std_ms: float = 0.0  # standard deviation of the per-call times
 
     @property
     def mean_ms(self) -> float:
@@ -65,13 +70,19 @@ class LayerProfiler(HookTool):
         device: ``"cuda"`` times with CUDA events; default: the device of the
             model's first parameter.
         synchronize: on CUDA, synchronise around each call instead of using events.
+        warmup: the number of the model's first forward calls that run untimed.
     """
 
     def __init__(self, model: nn.Module, *, types: Sequence[type[nn.Module]] | None = None,
-                 device: torch.device | str | None = None, synchronize: bool = False) -> None:
+                 device: torch.device | str | None = None, synchronize: bool = False,
+                 warmup: int = 0) -> None:
         super().__init__()
         if not isinstance(model, nn.Module):
             raise ConfigError(f"LayerProfiler expects an nn.Module, got {type(model).__name__}")
+        if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
+            raise ConfigError(f"warmup must be an int >= 0 (forward calls left untimed), got {warmup!r}")
+        self.warmup = warmup
+        self._model_calls = 0  # the model's forward calls started, warm-up included
         if types is None:
             targets = [(n, m) for n, m in model.named_modules() if next(m.children(), None) is None]
         else:
@@ -86,7 +97,7 @@ class LayerProfiler(HookTool):
         self._sync = self.device.type == "cuda" and synchronize
         self.model = model
         self._types = {n or type(model).__name__: type(m).__name__ for n, m in targets}
-        self._totals: dict[str, list[float]] = {}  # name -> [calls, seconds]
+        self._totals: dict[str, list[float]] = {}  # name -> [calls, seconds, seconds squared]
         self._starts: dict[str, list[Any]] = {}
         self._pending: list[tuple[str, Any, Any]] = []
         self._hook_module(model, self._starter(_MODEL), "forward_pre", "model", prepend=True)
@@ -107,6 +118,8 @@ class LayerProfiler(HookTool):
 
     def _starter(self, name: str) -> Callable[[nn.Module, Any], None]:
         def start(_module: nn.Module, _args: Any) -> None:
+            if name == _MODEL:
+                self._model_calls += 1
             self._starts.setdefault(name, []).append(self._now())
         return start
 
@@ -117,6 +130,8 @@ class LayerProfiler(HookTool):
             if not starts:
                 return
             start = starts.pop()
+            if self._model_calls <= self.warmup:  # a warm-up call: not timed
+                return
             if self._events:
                 self._pending.append((name, start, end))
                 if len(self._pending) >= _PENDING_LIMIT:
@@ -126,9 +141,10 @@ class LayerProfiler(HookTool):
         return stop
 
     def _add(self, name: str, seconds: float) -> None:
-        total = self._totals.setdefault(name, [0, 0.0])
+        total = self._totals.setdefault(name, [0, 0.0, 0.0])
         total[0] += 1
         total[1] += seconds
+        total[2] += seconds * seconds
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -141,12 +157,13 @@ class LayerProfiler(HookTool):
     def forward_ms(self) -> float:
         """Total measured time of the model's own forward calls."""
         self._flush()
-        return self._totals.get(_MODEL, [0, 0.0])[1] * 1000.0
+        return self._totals.get(_MODEL, [0, 0.0, 0.0])[1] * 1000.0
 
     @property
     def forward_calls(self) -> int:
+        """The model's timed forward calls (warm-up calls are not counted)."""
         self._flush()
-        return int(self._totals.get(_MODEL, [0, 0.0])[0])
+        return int(self._totals.get(_MODEL, [0, 0.0, 0.0])[0])
 
     @property
     def layers_ms(self) -> float:
@@ -156,10 +173,15 @@ class LayerProfiler(HookTool):
     def report(self) -> list[LayerTime]:
         """One :class:`LayerTime` per module that ran, slowest (by total time) first."""
         self._flush()
-        forward = self._totals.get(_MODEL, [0, 0.0])[1]
-        times = [LayerTime(name, self._types[name], int(calls), seconds * 1000.0,
-                           100.0 * seconds / forward if forward else 0.0)
-                 for name, (calls, seconds) in self._totals.items() if name != _MODEL]
+        forward = self._totals.get(_MODEL, [0, 0.0, 0.0])[1]
+        times = []
+        for name, (calls, seconds, squares) in self._totals.items():
+            if name == _MODEL:
+                continue
+            mean = seconds / calls
+            std = max(squares / calls - mean * mean, 0.0) ** 0.5
+            times.append(LayerTime(name, self._types[name], int(calls), seconds * 1000.0,
+                                   100.0 * seconds / forward if forward else 0.0, std * 1000.0))
         return sorted(times, key=lambda t: t.total_ms, reverse=True)
 
     def reset(self) -> None:
@@ -170,11 +192,12 @@ class LayerProfiler(HookTool):
     def table(self) -> str:
         """``report()`` as a text table, with the model's forward time and the layers' share of it."""
         times = self.report()
-        rows = [[t.name, t.type_name, t.calls, t.total_ms, t.mean_ms, f"{t.percent:.1f}%"] for t in times]
+        rows = [[t.name, t.type_name, t.calls, t.total_ms, t.mean_ms, t.std_ms, f"{t.percent:.1f}%"]
+                for t in times]
         layers = sum(t.total_ms for t in times)
         forward = self.forward_ms
         share = f" ({100.0 * layers / forward:.1f}%)" if forward else ""
         title = (f"forward time per layer: layers {layers:.3f} ms{share} of model forward {forward:.3f} ms "
                  f"over {self.forward_calls} call(s)")
-        header = ["layer", "type", "calls", "total ms", "mean ms", "% of forward"]
+        header = ["layer", "type", "calls", "total ms", "mean ms", "std ms", "% of forward"]
         return text_table(header, rows, title=title)

@@ -8,6 +8,10 @@ with weights. Each row is one module call; a shared module appears once per
 call and is marked ``(reused)``. Parameter totals count every tensor once, so
 tied weights are not counted twice.
 
+``summary(model)`` with no input runs no forward pass and lists the module
+tree with parameter counts only (so do TorchScript models, which run no
+Python hooks, with the model's own output shape and FLOPs).
+
 Example::
 
     >>> import torch
@@ -23,89 +27,22 @@ Example::
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from hookline.core import ConfigError, HandleGroup
 
+from ._flops import flop_counter, no_mha_fastpath
+from ._inputs import make_inputs
 from ._register import hook_module
-from .features import _tensors, map_tensors
+from .features import _tensors
 from .model_summary import LayerRecord, ModelSummary
 
 MODES = ("eval", "train", "same")
-
-
-# torch.utils.flop_counter imports triton where it is installed: it loads when summary() runs,
-# not with hookline.inspect.
-def _cpu_sdpa_flops(query_shape: Any, key_shape: Any, value_shape: Any, *args: Any, **kwargs: Any) -> int:
-    from torch.utils.flop_counter import sdpa_flop_count  # noqa: PLC0415
-    return sdpa_flop_count(query_shape, key_shape, value_shape)
-
-
-def _flop_counter() -> Any:
-    """A silent FlopCounterMode that also counts the CPU attention kernels torch leaves out."""
-    from torch.utils.flop_counter import FlopCounterMode  # noqa: PLC0415
-    mapping = {}
-    for op in ("_scaled_dot_product_flash_attention_for_cpu",
-               "_scaled_dot_product_fused_attention_overrideable",
-               "_scaled_dot_product_attention_math_for_mps"):
-        packet = getattr(torch.ops.aten, op, None)
-        if packet is not None:
-            mapping[packet] = _cpu_sdpa_flops
-    return FlopCounterMode(display=False, custom_mapping=mapping)
-
-
-@contextlib.contextmanager
-def _no_mha_fastpath() -> Iterator[None]:
-    """Turn off MultiheadAttention's fused inference path, whose kernel no FLOP formula covers."""
-    mha = getattr(torch.backends, "mha", None)
-    if mha is None or not hasattr(mha, "set_fastpath_enabled"):
-        yield
-        return
-    before = mha.get_fastpath_enabled()
-    mha.set_fastpath_enabled(False)
-    try:
-        yield
-    finally:
-        mha.set_fastpath_enabled(before)
-
-
-def _is_shape(value: Any) -> bool:
-    return isinstance(value, (tuple, list, torch.Size)) and all(
-        isinstance(d, int) and not isinstance(d, bool) for d in value)
-
-
-def _make_inputs(input_size: Any, input_data: Any, dtypes: Any, device: torch.device,
-                 kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
-    if input_data is not None:
-        data = map_tensors(input_data, lambda t: t.to(device))
-        if isinstance(data, torch.Tensor):
-            return (data,), dict(kwargs)
-        if isinstance(data, Mapping):
-            return (), {**data, **kwargs}
-        if isinstance(data, (list, tuple)):
-            return tuple(data), dict(kwargs)
-        return (data,), dict(kwargs)
-    if input_size is None:
-        if kwargs:
-            return (), dict(kwargs)
-        raise ConfigError("summary needs input_size (e.g. (1, 3, 32, 32), batch dimension included) or "
-                          "input_data (a tensor, a tuple of positional inputs or a dict of keyword inputs)")
-    sizes = [input_size] if _is_shape(input_size) else list(input_size)
-    for size in sizes:
-        if not _is_shape(size) or any(d < 0 for d in size):
-            raise ConfigError(f"input_size must be a shape such as (1, 3, 32, 32) or a list of shapes, "
-                              f"got {input_size!r}")
-    if dtypes is None or isinstance(dtypes, torch.dtype):
-        dtypes = [dtypes or torch.float32] * len(sizes)
-    if len(dtypes) != len(sizes):
-        raise ConfigError(f"dtypes has {len(dtypes)} entries for {len(sizes)} input sizes")
-    args = tuple(torch.rand(*size, device=device).to(dtype) if dtype.is_floating_point
-                 else torch.zeros(*size, dtype=dtype, device=device) for size, dtype in zip(sizes, dtypes))
-    return args, dict(kwargs)
 
 
 def _shape(output: Any) -> Any:
@@ -119,12 +56,36 @@ def _storages(value: Any) -> set[int]:
     return {t.untyped_storage().data_ptr() for t in _tensors(value)}
 
 
+def _count(module: nn.Module) -> tuple[int, int, int, int]:
+    """Parameters of the module (recursively) and its own, all and trainable; lazy ones count 0."""
+    params = [p for p in module.parameters() if not is_lazy(p)]
+    own = [p for p in module.parameters(recurse=False) if not is_lazy(p)]
+    return (sum(p.numel() for p in params), sum(p.numel() for p in params if p.requires_grad),
+            sum(p.numel() for p in own), sum(p.numel() for p in own if p.requires_grad))
+
+
+def _is_scripted(module: nn.Module) -> bool:
+    """TorchScript modules run no Python hooks (registering one raises)."""
+    return isinstance(module, torch.jit.ScriptModule)
+
+
+def _type_name(module: nn.Module) -> str:
+    """The class name (a TorchScript module's original one, not ``RecursiveScriptModule``)."""
+    original = getattr(module, "original_name", None) if _is_scripted(module) else None
+    return original if isinstance(original, str) else type(module).__name__
+
+
 class _Collector:
-    """The hooks of one summary run: builds a LayerRecord per module call."""
+    """The hooks of one summary run: builds a LayerRecord per module call.
+
+    Parameter counts are filled in by :meth:`finish`, after the forward pass:
+    lazy modules (``nn.LazyLinear``) have their parameters only then.
+    """
 
     def __init__(self, model: nn.Module, counter: Any) -> None:
         self.counter = counter
         self.records: list[LayerRecord] = []
+        self.modules: list[nn.Module] = []  # the module of each record
         self.stack: list[tuple[nn.Module, LayerRecord, int]] = []
         self.seen: set[int] = set()
         self.activation_bytes = 0
@@ -133,16 +94,7 @@ class _Collector:
         for name, module in model.named_modules(remove_duplicate=False):
             self.names.setdefault(module, []).append(name)
             self.by_name.setdefault(name, module)
-        self.counts = {module: self._count(module) for module in self.names}
         self._last_child: dict[int, LayerRecord] = {}
-
-    @staticmethod
-    def _count(module: nn.Module) -> tuple[int, int, int, int, bool]:
-        params = list(module.parameters())
-        own = list(module.parameters(recurse=False))
-        return (sum(p.numel() for p in params), sum(p.numel() for p in params if p.requires_grad),
-                sum(p.numel() for p in own), sum(p.numel() for p in own if p.requires_grad),
-                next(module.children(), None) is not None)
 
     def flops(self) -> int:
         return sum(self.counter.flop_counts["Global"].values()) if self.counter is not None else 0
@@ -156,12 +108,11 @@ class _Collector:
                     return name
         return names[0]
 
-    def _record(self, module: nn.Module, name: str, parent: LayerRecord | None, **extra: Any) -> LayerRecord:
-        params, trainable, own, own_trainable, has_children = self.counts.get(module, (0, 0, 0, 0, False))
-        record = LayerRecord(name, type(module).__name__, parent.depth + 1 if parent else 0, params=params,
-                             trainable_params=trainable, own_params=own, own_trainable=own_trainable,
-                             has_children=has_children, parent=parent, **extra)
+    def record(self, module: nn.Module, name: str, parent: LayerRecord | None, **extra: Any) -> LayerRecord:
+        record = LayerRecord(name, _type_name(module), parent.depth + 1 if parent else 0,
+                             has_children=next(module.children(), None) is not None, parent=parent, **extra)
         self.records.append(record)
+        self.modules.append(module)
         self._last_child[id(parent)] = record
         return record
 
@@ -182,7 +133,7 @@ class _Collector:
             if last is None or not last.container or last.name != prefix:
                 # a new row when other rows came between, so children stay under their container
                 reused = any(r.container and r.name == prefix for r in self.records)
-                last = self._record(module, prefix, parent, container=True, reused=reused)
+                last = self.record(module, prefix, parent, container=True, reused=reused)
             parent = last
         return parent
 
@@ -190,7 +141,7 @@ class _Collector:
         parent = self.stack[-1][1] if self.stack else None
         name = self._name(module, parent)
         parent = self._through_containers(parent, name)
-        record = self._record(module, name, parent, reused=id(module) in self.seen)
+        record = self.record(module, name, parent, reused=id(module) in self.seen)
         self.seen.add(id(module))
         self.stack.append((module, record, self.flops()))
 
@@ -210,8 +161,23 @@ class _Collector:
         if not record.has_children:
             self.activation_bytes += record.output_bytes
 
+    def tree(self, model: nn.Module) -> None:
+        """One row per module of the module tree, no forward pass (parameters only, TorchScript)."""
+        def visit(module: nn.Module, name: str, parent: LayerRecord | None) -> None:
+            record = self.record(module, name, parent, reused=id(module) in self.seen)
+            self.seen.add(id(module))
+            for child_name, child in module.named_children():
+                visit(child, f"{name}.{child_name}" if name else child_name, record)
+
+        visit(model, "", None)
+
     def finish(self) -> None:
-        for record in self.records:
+        counts: dict[int, tuple[int, int, int, int]] = {}
+        for record, module in zip(self.records, self.modules):
+            count = counts.get(id(module))
+            if count is None:
+                count = counts[id(module)] = _count(module)
+            record.params, record.trainable_params, record.own_params, record.own_trainable = count
             if record.container:
                 record.flops = sum(r.flops for r in self.records if r.parent is record)
 
@@ -226,10 +192,11 @@ def summary(model: nn.Module, input_size: Sequence[int] | Sequence[Sequence[int]
     Args:
         model: the model.
         input_size: the input shape, batch dimension included (``(1, 3, 32, 32)``),
-            or a list of shapes for several positional inputs. Random floats
-            (zeros for integer ``dtypes``) are generated on the model's device.
-        input_data: the input itself instead: a tensor, a tuple/list of
-            positional inputs, or a dict of keyword inputs.
+            or a list of shapes for several positional inputs (``[]`` in the
+            list: a 0-d tensor). Random floats (zeros for integer ``dtypes``)
+            are generated on the model's device.
+        input_data: the input itself instead: a tensor, a ``PackedSequence``,
+            a tuple/list of positional inputs, or a dict of keyword inputs.
         depth: the deepest level of the module tree shown (the model is 0).
         dtypes: dtype of each generated input (default float32).
         device: where inputs go (default: the model's parameters' device).
@@ -237,6 +204,11 @@ def summary(model: nn.Module, input_size: Sequence[int] | Sequence[Sequence[int]
             training flag is restored afterwards.
         count_flops: count FLOPs with ``FlopCounterMode`` (slower; ``False`` gives 0).
         **kwargs: further keyword arguments for ``model.forward``.
+
+    With no input at all (``summary(model)``) no forward pass runs: the rows
+    are the module tree with parameter counts, without shapes or FLOPs. A
+    TorchScript model runs no Python hooks: its rows are its module tree, and
+    only the model's own row has the output shape and the FLOPs.
 
     Returns:
         A :class:`ModelSummary`; ``print()`` it for the table.
@@ -252,19 +224,28 @@ def summary(model: nn.Module, input_size: Sequence[int] | Sequence[Sequence[int]
         if first is None:
             first = next(iter(model.buffers()), None)
         device = first.device if first is not None else torch.device("cpu")
-    args, forward_kwargs = _make_inputs(input_size, input_data, dtypes, torch.device(device), kwargs)
-    collector = _Collector(model, _flop_counter() if count_flops else None)
+    inputs = make_inputs(input_size, input_data, dtypes, torch.device(device), kwargs)
+    collector = _Collector(model, flop_counter() if count_flops and inputs is not None else None)
+    if inputs is None:
+        collector.tree(model)
+        return _result(model, collector, depth, forward=False)
+    scripted = _is_scripted(model)
+    if not scripted and type(model).forward is nn.Module.forward:
+        raise ConfigError(f"{type(model).__name__} has no forward(): call summary(model) without input_size "
+                          "or input_data for its layers and parameters")
+    args, forward_kwargs = inputs
     training = {m: m.training for m in model.modules()}
     if mode != "same":
         model.train(mode == "train")
     handles = HandleGroup()
     try:
         for module in collector.names:
-            handles.add(hook_module(module, collector.pre, "forward_pre"))
-            handles.add(hook_module(module, collector.post, "forward", with_kwargs=True))
+            if not scripted and not _is_scripted(module):
+                handles.add(hook_module(module, collector.pre, "forward_pre"))
+                handles.add(hook_module(module, collector.post, "forward", with_kwargs=True))
         counting = collector.counter if collector.counter is not None else contextlib.nullcontext()
-        with torch.no_grad(), _no_mha_fastpath(), counting:
-            model(*args, **forward_kwargs)
+        with torch.no_grad(), no_mha_fastpath(), counting:
+            output = model(*args, **forward_kwargs)
     except Exception as err:
         ran = [r.name or r.type_name for r in collector.records][-5:]
         raise RuntimeError(f"summary: the forward pass of {type(model).__name__} failed "
@@ -273,17 +254,32 @@ def summary(model: nn.Module, input_size: Sequence[int] | Sequence[Sequence[int]
         handles.remove()
         for module, was_training in training.items():
             module.training = was_training
+    if scripted:
+        collector.tree(model)
+        collector.records[0].output_shape = _shape(output)
+        collector.records[0].flops = collector.flops()
+    return _result(model, collector, depth, input_bytes=sum(
+        t.numel() * t.element_size() for t in _tensors((args, forward_kwargs))))
+
+
+def _result(model: nn.Module, collector: _Collector, depth: int, *, forward: bool = True,
+            input_bytes: int = 0) -> ModelSummary:
     collector.finish()
-    unique = {id(p): p for p in model.parameters()}.values()
+    named: dict[int, tuple[str, nn.Parameter]] = {}
+    for name, param in model.named_parameters():
+        named.setdefault(id(param), (name, param))
+    unique = [p for _, p in named.values() if not is_lazy(p)]
     return ModelSummary(
-        model_name=type(model).__name__,
+        model_name=_type_name(model),
         layers=[r for r in collector.records if r.depth <= depth],
         total_params=sum(p.numel() for p in unique),
         trainable_params=sum(p.numel() for p in unique if p.requires_grad),
         total_flops=collector.flops(),
         param_bytes=sum(p.numel() * p.element_size() for p in unique),
-        input_bytes=sum(t.numel() * t.element_size() for t in _tensors((args, forward_kwargs))),
+        input_bytes=input_bytes,
         activation_bytes=collector.activation_bytes,
         depth=depth,
         all_layers=collector.records,
+        forward=forward,
+        uninitialized=[name for name, p in named.values() if is_lazy(p)],
     )

@@ -42,6 +42,7 @@ def transform_inputs(module: nn.Module, fn: Callable[..., Any], *, prepend: bool
     ``fn`` returns the new input (one input) or a tuple of new inputs;
     returning None keeps the inputs. Keyword inputs pass through unchanged.
     The returned handle removes the transform (also as a context manager).
+    An exception in ``fn`` is a :class:`~hookline.core.HookError` naming it.
     """
     _check(module, fn, "transform_inputs")
 
@@ -51,7 +52,7 @@ def transform_inputs(module: nn.Module, fn: Callable[..., Any], *, prepend: bool
             return None
         return result if isinstance(result, tuple) else (result,)
 
-    return hook_module(module, pre_hook, "forward_pre", prepend=prepend)
+    return hook_module(module, pre_hook, "forward_pre", prepend=prepend, report_as=fn)
 
 
 def transform_outputs(module: nn.Module, fn: Callable[[Any], Any], *, prepend: bool = False) -> HookHandle:
@@ -64,4 +65,4 @@ def transform_outputs(module: nn.Module, fn: Callable[[Any], Any], *, prepend: b
     def post_hook(_mod: nn.Module, _args: tuple[Any, ...], output: Any) -> Any:
         return fn(output)
 
-    return hook_module(module, post_hook, "forward", prepend=prepend)
+    return hook_module(module, post_hook, "forward", prepend=prepend, report_as=fn)

@@ -2,8 +2,11 @@
 
 The data goes to a temp file (``.<name>.<random>.tmp``) in the target's folder,
 is flushed and fsynced, then ``os.replace``-d onto the target, and the folder
-is fsynced. :func:`write_checkpoint` is the Runner's one write path (file,
-then the ``latest`` pointer naming the newest checkpoint of a folder).
+is fsynced. :func:`write_checkpoint` is the Runner's one write path (file with
+its checksum, then the ``latest`` pointer naming the newest checkpoint of a
+folder); a write that fails is one :class:`CheckpointWriteError` naming the
+file and the cause. A process killed mid-write leaves its temp file behind:
+:func:`remove_temp_files` deletes those when the next run starts.
 
 Example::
 
@@ -19,17 +22,26 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import errno
+import logging
 import os
+import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
 from .content import serialize
-from .errors import CheckpointError, PathLike
+from .errors import CheckpointError, CheckpointWriteError, PathLike
+from .integrity import write_sealed
 
 #: Name of the pointer file that names the newest checkpoint of a folder.
 LATEST_FILENAME = "latest"
+
+_LOG = logging.getLogger("hookline")
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+# what tempfile.mkstemp(prefix=".<name>.", suffix=".tmp") creates: 8 random [a-z0-9_] characters
+_TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp")
 
 
 def _umask() -> int:
@@ -100,7 +112,7 @@ def save_atomic(obj: dict[str, Any], path: PathLike, *, check: bool = True) -> P
         'a.pth'
     """
     payload = serialize(obj) if check else serialize(obj, check=False)
-    return atomic_write(Path(path), lambda stream: stream.write(payload))
+    return atomic_write(Path(path), lambda stream: write_sealed(stream, payload))
 
 
 def write_latest(directory: PathLike, filename: PathLike) -> Path:
@@ -160,11 +172,18 @@ def read_latest(directory: PathLike) -> Path | None:
     return Path(directory) / text
 
 
-def write_checkpoint(path: Path, payload: bytes) -> Path:
-    """Write serialised checkpoint bytes to ``path`` atomically, then point ``latest`` at it.
+def write_checkpoint(path: Path, payload: bytes, *, make_room: Iterable[Path] = (),
+                     logger: logging.Logger | None = None) -> Path:
+    """Write serialised checkpoint bytes to ``path`` atomically, with their checksum
+    (:mod:`~hookline.engine.checkpoint.integrity`), then point ``latest`` at it.
 
     The one write path of the Runner: in the foreground, and on the background
     writer thread (:class:`~hookline.engine.checkpoint.CheckpointWriter`).
+    When the disk is full (``ENOSPC``, ``EDQUOT``) and ``make_room`` names
+    files (the checkpoints that keep-N deletes after this write anyway), they
+    are deleted first, with a warning on ``logger``, and the write is tried
+    once more. Any failure is a :class:`CheckpointWriteError` naming ``path``
+    and the cause; an existing ``path`` and every other file stay as they were.
 
     Example::
 
@@ -177,6 +196,76 @@ def write_checkpoint(path: Path, payload: bytes) -> Path:
         >>> read_latest(folder).name
         'a.pth'
     """
-    atomic_write(path, lambda stream: stream.write(payload))
-    write_latest(path.parent, path.name)
+    log = logger if logger is not None else _LOG
+    spare = [Path(p) for p in make_room if Path(p) != path]
+    try:
+        atomic_write(path, lambda stream: write_sealed(stream, payload))
+    except OSError as exc:
+        if exc.errno not in _NO_SPACE or not any(p.exists() for p in spare):
+            raise CheckpointWriteError.from_os_error(path, exc) from exc
+        freed = _remove_files(spare)
+        log.warning("disk full writing %s: deleted %s (due to go under max_keep_ckpts after this "
+                    "write) to make room, then tried again", path, ", ".join(freed))
+        try:
+            atomic_write(path, lambda stream: write_sealed(stream, payload))
+        except OSError as again:
+            raise CheckpointWriteError.from_os_error(
+                path, again, f"; deleting {', '.join(freed)} (over max_keep_ckpts) did not make "
+                             "enough room") from again
+    try:
+        write_latest(path.parent, path.name)
+    except OSError as exc:
+        raise CheckpointWriteError.from_os_error(
+            path.parent / LATEST_FILENAME, exc,
+            f"; {path.name} itself was written (resume='auto' still finds it)") from exc
     return path
+
+
+def _remove_files(paths: Iterable[Path]) -> list[str]:
+    removed = []
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path.name)
+    return removed
+
+
+def is_temp_file_name(name: str) -> bool:
+    """Whether ``name`` is the temp file of an atomic write of a checkpoint (``*.pth``) or of
+    the ``latest`` pointer: what a process killed mid-write leaves behind.
+
+    Example::
+
+        >>> is_temp_file_name(".epoch_3.pth.k2x_9abz.tmp"), is_temp_file_name(".notes.txt.k2x_9abz.tmp")
+        (True, False)
+    """
+    match = _TEMP_NAME.fullmatch(name)
+    return match is not None and (match["name"].endswith(".pth")
+                                  or match["name"] == LATEST_FILENAME)
+
+
+def remove_temp_files(directory: PathLike) -> list[Path]:
+    """Delete the temp files that interrupted checkpoint writes left in ``directory``.
+
+    Only names :func:`is_temp_file_name` accepts are touched (not subfolders);
+    returns the deleted paths. Call it when a run starts, before it writes:
+    the temp files of a write in progress in another process would go too.
+
+    Example::
+
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / ".iter_9.pth.ab12cd34.tmp").write_bytes(b"half a checkpoint")
+        >>> [p.name for p in remove_temp_files(folder)], list(folder.iterdir())
+        (['.iter_9.pth.ab12cd34.tmp'], [])
+    """
+    directory = Path(directory)
+    removed: list[Path] = []
+    if not directory.is_dir():
+        return removed
+    for path in sorted(directory.iterdir()):
+        if is_temp_file_name(path.name) and path.is_file():
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(path)
+    return removed

@@ -1,10 +1,11 @@
 """Loading checkpoints safely and finding the one to resume from.
 
-* :func:`load_checkpoint_file` loads with ``torch.load(weights_only=True)``
-  and turns every way that can fail into a :class:`CheckpointError` that names
-  the file and says why.
-* :func:`find_resumable` picks the newest checkpoint of a folder that loads,
-  skipping (with a warning) any that do not.
+* :func:`load_checkpoint_file` verifies the file's checksum, loads it with
+  ``torch.load(weights_only=True)`` and turns every way that can fail into a
+  :class:`CheckpointError` that names the file and says why.
+* :func:`resumable_checkpoints` yields the checkpoints of a folder that load,
+  newest first, skipping (with a warning) any that do not;
+  :func:`find_resumable` is its first one.
 
 Example::
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 import logging
 import pickle
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -31,11 +32,12 @@ import torch
 
 from .atomic import LATEST_FILENAME, read_latest
 from .errors import CheckpointError, CheckpointNotFoundError, PathLike
+from .integrity import verify_file
 
 _LOG = logging.getLogger("hookline")
 
 
-_UNSUPPORTED_GLOBAL = re.compile(r"Unsupported global: GLOBAL ([\w.]+)")
+_UNSUPPORTED_GLOBAL = re.compile(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) ([\w.]+)")
 
 
 def _first_line(exc: BaseException, limit: int = 160) -> str:
@@ -49,8 +51,10 @@ def _describe_load_failure(exc: BaseException) -> str:
     message = str(exc)
     match = _UNSUPPORTED_GLOBAL.search(message)
     if match:
+        name = match.group(1)
+        article = "an" if name.rsplit(".", 1)[-1][:1].lower() in "aeiou" else "a"
         return (
-            f"holds a {match.group(1)} object, which weights_only loading refuses "
+            f"holds {article} {name} object, which weights_only loading refuses "
             "(not a plain-tensor checkpoint; only load files you trust with weights_only=False)"
         )
     if isinstance(exc, pickle.UnpicklingError) or "Weights only load failed" in message:
@@ -103,12 +107,17 @@ def load_checkpoint_file(
     *,
     required_keys: Iterable[str] = (),
     mmap: bool = False,
+    verify: bool = True,
 ) -> dict[str, Any]:
     """Load a hookline checkpoint with ``torch.load(..., weights_only=True)``.
 
-    Every failure is a :class:`CheckpointError` naming the file and the
+    With ``verify`` (the default) the file's checksum is checked first
+    (:func:`~hookline.engine.checkpoint.integrity.verify_file`: one extra read
+    of the file; files written without one, by earlier versions, load as
+    they are). Every failure is a :class:`CheckpointError` naming the file and the
     reason, with the original exception as ``__cause__``: a missing file
-    (:class:`CheckpointNotFoundError`, also a :class:`FileNotFoundError`), an
+    (:class:`CheckpointNotFoundError`, also a :class:`FileNotFoundError`), a
+    checksum that does not match (a byte changed since the file was written), an
     empty, truncated or corrupt file, a file that is not a ``torch.save`` file,
     one holding objects that ``weights_only`` refuses (a pickled custom class),
     one that is not a dict with a ``"meta"`` dict holding
@@ -144,12 +153,18 @@ def load_checkpoint_file(
         raise CheckpointError(path, "is a directory, not a file")
     if size == 0:
         raise CheckpointError(path, "empty file (0 bytes; a save that never completed?)")
+    if verify:
+        try:
+            verify_file(path)
+        except OSError as exc:
+            raise CheckpointError(path, _describe_load_failure(exc)) from exc
     try:
         obj = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except Exception as exc:
         if mmap and "mmap can only be used" in str(exc):
             # an old-format (non-zip) file: load it the ordinary way
-            return load_checkpoint_file(path, map_location, required_keys=required_keys)
+            return load_checkpoint_file(path, map_location, required_keys=required_keys,
+                                        verify=verify)
         raise CheckpointError(path, _describe_load_failure(exc)) from exc
     return _validate(path, obj, required_keys)
 
@@ -161,34 +176,35 @@ def _iteration_of(checkpoint: dict[str, Any]) -> int:
     return value
 
 
-def find_resumable(
+def resumable_checkpoints(
     directory: PathLike,
     logger: logging.Logger | None = None,
     *,
     map_location: Any = "cpu",
-) -> tuple[Path, dict[str, Any]] | None:
-    """The newest checkpoint of ``directory`` that loads, as ``(path, checkpoint)``.
+    failures: list[CheckpointError] | None = None,
+) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The checkpoints of ``directory`` that load, newest first, as ``(path, checkpoint)``.
 
-    The file named by the ``latest`` pointer is tried first. If there is no
-    pointer, or its file does not load, every ``*.pth`` file of the folder
-    (not its subfolders; temp files of interrupted saves are dot-files and
-    never match) is examined with a cheap memory-mapped load, and they are
-    tried newest first, ordered by ``meta["iter"]``, then modification time,
-    then name. Each file that fails to load is reported with a warning on
-    ``logger`` (default: the ``"hookline"`` logger) naming the file and the
-    reason, and the next one is tried. Returns ``None`` if the folder does not
-    exist or no file in it loads.
+    The file named by the ``latest`` pointer comes first. Then every ``*.pth``
+    file of the folder (not its subfolders; temp files of interrupted saves
+    are dot-files and never match) is examined with a cheap memory-mapped
+    load, and they come newest first, ordered by ``meta["iter"]``, then
+    modification time, then name. Each is loaded (checksum verified) only when
+    the caller asks for the next one. Each file that fails to load is
+    reported with a warning on ``logger`` (default: the ``"hookline"``
+    logger) naming the file and the reason, and appended to ``failures``.
 
     Example::
 
         >>> import tempfile
-        >>> find_resumable(tempfile.mkdtemp()) is None
-        True
+        >>> list(resumable_checkpoints(tempfile.mkdtemp()))
+        []
     """
     log = logger if logger is not None else _LOG
+    failed = failures if failures is not None else []
     directory = Path(directory)
     if not directory.is_dir():
-        return None
+        return
 
     tried: set[Path] = set()
     try:
@@ -199,7 +215,7 @@ def find_resumable(
     if latest is not None:
         tried.add(latest)
         try:
-            return latest, load_checkpoint_file(latest, map_location)
+            loaded = load_checkpoint_file(latest, map_location)
         except CheckpointError as exc:
             log.warning(
                 "skipping checkpoint %s named by %s: %s; looking for another one",
@@ -207,6 +223,10 @@ def find_resumable(
                 directory / LATEST_FILENAME,
                 exc.reason,
             )
+            failed.append(exc)
+        else:
+            yield latest, loaded
+            del loaded
 
     candidates: list[tuple[tuple[int, int, str], Path]] = []
     for path in sorted(directory.glob("*.pth")):
@@ -214,9 +234,10 @@ def find_resumable(
             continue
         try:
             mtime = path.stat().st_mtime_ns
-            peeked = load_checkpoint_file(path, "cpu", mmap=True)
+            peeked = load_checkpoint_file(path, "cpu", mmap=True, verify=False)
         except CheckpointError as exc:
             log.warning("skipping checkpoint %s: %s", path, exc.reason)
+            failed.append(exc)
             continue
         except OSError as exc:  # vanished or unreadable between listing and stat
             log.warning("skipping checkpoint %s: %s", path, exc)
@@ -226,7 +247,30 @@ def find_resumable(
 
     for _, path in sorted(candidates, key=lambda c: c[0], reverse=True):
         try:
-            return path, load_checkpoint_file(path, map_location)
+            loaded = load_checkpoint_file(path, map_location)
         except CheckpointError as exc:
             log.warning("skipping checkpoint %s: %s", path, exc.reason)
-    return None
+            failed.append(exc)
+            continue
+        yield path, loaded
+        del loaded
+
+
+def find_resumable(
+    directory: PathLike,
+    logger: logging.Logger | None = None,
+    *,
+    map_location: Any = "cpu",
+) -> tuple[Path, dict[str, Any]] | None:
+    """The newest checkpoint of ``directory`` that loads, as ``(path, checkpoint)``, or
+    ``None`` if the folder does not exist or no file in it loads.
+
+    The first of :func:`resumable_checkpoints` (same order, same warnings).
+
+    Example::
+
+        >>> import tempfile
+        >>> find_resumable(tempfile.mkdtemp()) is None
+        True
+    """
+    return next(resumable_checkpoints(directory, logger, map_location=map_location), None)

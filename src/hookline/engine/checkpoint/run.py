@@ -4,7 +4,8 @@ A checkpoint is a dict of tensors and plain containers (so it loads with
 ``weights_only=True``)::
 
     meta            hookline/torch versions, epoch, iter, batch (position in
-                    the epoch), stop_training, seed, time, config
+                    the epoch), val_pending (a validation is due before
+                    training goes on), stop_training, seed, time, config
     state_dict      the model's weights (unwrapped from DDP)
     optimizer       ``optim_wrapper.state_dict()``: the optimizer's state (with
                     ``loss_scaler`` under float16 AMP; one entry per name for
@@ -13,26 +14,40 @@ A checkpoint is a dict of tensors and plain containers (so it loads with
     param_schedulers  one state dict per scheduler
     hooks           {hook.state_key: hook.state_dict()} for hooks with state
     rng             python, numpy, torch and CUDA RNG states
+
+Applying one is all or nothing: :func:`apply` checks that it fits the run
+(:mod:`.fit`) before changing anything, and puts back what it changed
+(:mod:`.undo`) when a part still fails, so :func:`resume_or_load` can go on to
+an older checkpoint with a clean run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hookline.core import HookError
+
 from .. import distributed
 from ..rng import get_rng_state, set_rng_state
-from .atomic import write_checkpoint
+from ..run_state import describe_position
+from .atomic import LATEST_FILENAME, remove_temp_files, write_checkpoint
 from .content import make_meta, serialize
-from .loading import find_resumable, load_checkpoint_file
+from .errors import CheckpointError, NoResumableCheckpointError
+from .fit import check_fits
+from .loading import load_checkpoint_file, resumable_checkpoints
+from .names import is_checkpoint_name
+from .undo import Undo
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..hook import Hook
     from ..runner import Runner
 
 
-def hook_state_keys(runner: Runner) -> dict[str, Any]:
+def hook_state_keys(runner: Runner) -> dict[str, Hook]:
     """Each hook under a stable key: its ``state_key``, with ``.2``, ``.3`` for repeats."""
-    keys: dict[str, Any] = {}
+    keys: dict[str, Hook] = {}
     for hook in runner.hooks.hooks:
         key = base = hook.state_key
         count = 1
@@ -45,9 +60,11 @@ def hook_state_keys(runner: Runner) -> dict[str, Any]:
 
 def collect(runner: Runner, *, save_optimizer: bool = True) -> dict[str, Any]:
     """The checkpoint dict of ``runner`` as it is now."""
-    epoch, batch, iters = runner.state.resume_point
-    meta = make_meta(epoch, iters, batch=batch, stop_training=runner.state.stop_training,
-                     seed=runner.seed, by_epoch=runner.by_epoch, config=runner.config)
+    state = runner.state
+    epoch, batch, iters = state.resume_point
+    meta = make_meta(epoch, iters, batch=batch, val_pending=state.val_pending,
+                     stop_training=state.stop_training, seed=runner.seed, by_epoch=runner.by_epoch,
+                     config=runner.config)
     checkpoint: dict[str, Any] = {
         "meta": meta,
         "state_dict": {k: v.detach().cpu() for k, v in runner.model.state_dict().items()},
@@ -62,36 +79,68 @@ def collect(runner: Runner, *, save_optimizer: bool = True) -> dict[str, Any]:
             checkpoint["pending_grads"] = pending
     hook_states = {}
     for key, hook in hook_state_keys(runner).items():
-        state = hook.state_dict()
-        if state:
-            hook_states[key] = state
+        hook_state = hook.state_dict()
+        if hook_state:
+            hook_states[key] = hook_state
     checkpoint["hooks"] = hook_states
     return checkpoint
 
 
-def apply(runner: Runner, checkpoint: dict[str, Any], *, resume: bool, strict: bool = True
-          ) -> None:
-    """Load ``checkpoint`` into ``runner``: weights only, or the whole run when ``resume``."""
-    missing, unexpected = runner.model.load_state_dict(checkpoint["state_dict"], strict=strict)
-    if missing or unexpected:
-        runner.logger.warning("checkpoint weights: missing keys %s, unexpected keys %s",
-                              list(missing), list(unexpected))
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, HookError):
+        exc = exc.original
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else ""
+    text = text if len(text) <= 200 else text[:197] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def apply(runner: Runner, checkpoint: dict[str, Any], *, resume: bool, strict: bool = True,
+          path: str | Path = "checkpoint") -> None:
+    """Load ``checkpoint`` into ``runner``: weights only, or the whole run when ``resume``.
+
+    All or nothing: a checkpoint that does not fit (see :mod:`.fit`) raises
+    :class:`CheckpointError` naming ``path`` before anything changes; a part
+    that fails while it goes in (a hook's state, the RNG state, ...) is
+    undone with the rest before the error is raised.
+    """
+    check_fits(runner, checkpoint, path, resume=resume, strict=strict)
     if not resume:
+        _load_weights(runner, checkpoint["state_dict"], strict=False)
         return
-    meta = checkpoint["meta"]
-    _apply_optimization(runner, checkpoint)
-    states = checkpoint.get("hooks", {})
-    for key, hook in hook_state_keys(runner).items():
-        if key in states:
+    states = checkpoint.get("hooks") or {}
+    keys = hook_state_keys(runner)
+    hooks = {key: hook for key, hook in keys.items() if key in states}
+    undo = Undo(runner, hooks)
+    step = "optimizer"
+    try:
+        _apply_optimization(runner, checkpoint)
+        for key, hook in hooks.items():
+            step = f"the state of hook {key}"
             hook.load_state_dict(states[key])
-    unused = sorted(set(states) - set(hook_state_keys(runner)))
+        if "rng" in checkpoint:
+            step = "rng"
+            set_rng_state(checkpoint["rng"])
+        step = "state_dict"
+        _load_weights(runner, checkpoint["state_dict"], strict=strict)
+    except Exception as exc:
+        undo.restore()
+        raise CheckpointError(path, f"does not fit this run: {step}: {_short(exc)}") from exc
+    unused = sorted(set(states) - set(keys))
     if unused:
         runner.logger.warning("checkpoint holds state for hooks this run does not have: %s",
                               unused)
-    if "rng" in checkpoint:
-        set_rng_state(checkpoint["rng"])
+    meta = checkpoint["meta"]
     runner.state.restore(epoch=meta["epoch"], iteration=meta["iter"], batch=meta.get("batch", 0),
-                         stop_training=meta.get("stop_training", False))
+                         stop_training=meta.get("stop_training", False),
+                         val_pending=meta.get("val_pending", False))
+
+
+def _load_weights(runner: Runner, weights: dict[str, Any], *, strict: bool) -> None:
+    missing, unexpected = runner.model.load_state_dict(weights, strict=strict)
+    if missing or unexpected:
+        runner.logger.warning("checkpoint weights: missing keys %s, unexpected keys %s",
+                              list(missing), list(unexpected))
 
 
 def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
@@ -103,7 +152,9 @@ def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
         if scaler is not None and "grad_scaler" in checkpoint:  # written by hookline 0.1
             scaler.load_state_dict(checkpoint["grad_scaler"])
         pending = checkpoint.get("pending_grads")
-        if pending is not None and not wrapper.restore_grads(pending):
+        if pending is None:
+            runner.model.zero_grad(set_to_none=True)  # at a group boundary nothing is pending
+        elif not wrapper.restore_grads(pending):
             runner.logger.warning("the checkpoint holds gradients of an unfinished accumulation "
                                   "group that do not match this run's parameters: dropped")
     elif wrapper is not None:
@@ -114,8 +165,12 @@ def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
 
 
 def save(runner: Runner, path: str | Path, *, save_optimizer: bool = True,
-         background: bool = False) -> Path:
-    """``runner.save_checkpoint``: collect, ``before_save_checkpoint`` hooks, serialise, write."""
+         background: bool = False, make_room: Sequence[str | Path] = ()) -> Path:
+    """``runner.save_checkpoint``: collect, ``before_save_checkpoint`` hooks, serialise, write.
+
+    ``make_room``: files that may be deleted before the write when the disk is
+    full (see :func:`~hookline.engine.checkpoint.write_checkpoint`).
+    """
     path = Path(path)
     if not path.is_absolute() and path.parent == Path("."):
         path = runner.work_dir / path
@@ -123,42 +178,94 @@ def save(runner: Runner, path: str | Path, *, save_optimizer: bool = True,
     runner.hooks.call(runner, "before_save_checkpoint", checkpoint=checkpoint)
     if runner.rank == 0:
         payload = serialize(checkpoint)
+        spare = [Path(p) for p in make_room]
         writer = runner.checkpoint_writer
         if background and runner.world_size == 1:
-            writer.write(path, payload)
+            writer.write(path, payload, make_room=spare, logger=runner.logger)
         else:
             writer.flush()
-            write_checkpoint(path, payload)
+            write_checkpoint(path, payload, make_room=spare, logger=runner.logger)
     distributed.barrier()
     return path
 
 
+def where(meta: dict[str, Any], *, by_epoch: bool) -> str:
+    """A checkpoint's position in words (``after epoch 2, iteration 90``)."""
+    return describe_position(meta["epoch"], meta.get("batch", 0), meta["iter"],
+                             by_epoch=by_epoch, val_pending=bool(meta.get("val_pending", False)))
+
+
 def load(runner: Runner, path: str | Path, *, resume: bool = True,
          checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``runner.load_checkpoint``: read (unless given), ``after_load_checkpoint`` hooks, apply."""
+    """``runner.load_checkpoint``: read (unless given), ``after_load_checkpoint`` hooks, apply.
+
+    Every way this fails is a :class:`CheckpointError` naming ``path``, and the
+    run is as it was before the call (except for what ``after_load_checkpoint``
+    hooks did themselves).
+    """
     if checkpoint is None:
         runner.checkpoint_writer.flush()
         checkpoint = load_checkpoint_file(path, map_location="cpu")
-    runner.hooks.call(runner, "after_load_checkpoint", checkpoint=checkpoint)
-    apply(runner, checkpoint, resume=resume, strict=resume)
-    what = "resumed" if resume else "loaded weights"
-    runner.logger.info("%s from %s (epoch %d, iter %d)", what, path,
-                       checkpoint["meta"]["epoch"], checkpoint["meta"]["iter"])
+    try:
+        runner.hooks.call(runner, "after_load_checkpoint", checkpoint=checkpoint)
+    except HookError as exc:
+        raise CheckpointError(path, f"does not fit this run: {exc}") from exc
+    apply(runner, checkpoint, resume=resume, strict=resume, path=path)
+    if resume:
+        runner.logger.info("resumed from %s (%s)", path,
+                           where(checkpoint["meta"], by_epoch=runner.by_epoch))
+    else:
+        runner.logger.info("loaded weights from %s", path)
     return checkpoint
 
 
 def resume_or_load(runner: Runner, resume: str | Path | None,
                    load_from: str | Path | None) -> None:
-    """Before a run: ``resume`` ("auto": the newest loadable checkpoint of the work dir, if
-    any) the whole run, else load the weights of ``load_from``."""
+    """Before a run: remove the temp files of interrupted checkpoint writes from the work dir,
+    then ``resume`` ("auto": the newest checkpoint of the work dir that loads and fits) the
+    whole run, else load the weights of ``load_from``.
+
+    ``resume="auto"`` falls back from a checkpoint that does not load or fit to the next
+    older one, with a warning each; when the work dir holds hookline checkpoints and none
+    of them can be resumed, it raises :class:`NoResumableCheckpointError` rather than
+    start afresh over them. A missing work dir, or one with no checkpoint, starts fresh.
+    """
+    if runner.rank == 0:
+        removed = remove_temp_files(runner.work_dir)
+        if removed:
+            runner.logger.info("removed %d unfinished checkpoint write(s) an interrupted run left "
+                               "in %s: %s", len(removed), runner.work_dir,
+                               ", ".join(p.name for p in removed))
     if resume == "auto":
-        found = find_resumable(runner.work_dir, logger=runner.logger)
-        if found is None:
-            runner.logger.info("resume='auto': no checkpoint in %s, starting fresh",
-                               runner.work_dir)
-        else:
-            load(runner, found[0], checkpoint=found[1])
+        _resume_auto(runner)
     elif resume is not None:
         load(runner, resume)
     elif load_from is not None:
         load(runner, load_from, resume=False)
+
+
+def _resume_auto(runner: Runner) -> None:
+    unloadable: list[CheckpointError] = []
+    unfit: list[CheckpointError] = []
+    for path, checkpoint in resumable_checkpoints(runner.work_dir, logger=runner.logger,
+                                                  failures=unloadable):
+        try:
+            load(runner, path, checkpoint=checkpoint)
+        except CheckpointError as exc:
+            runner.logger.warning("skipping checkpoint %s: %s; trying the next older one", path,
+                                  exc.reason)
+            unfit.append(exc)
+            continue
+        if unloadable or unfit:
+            runner.logger.warning("resumed from %s, older than the %d checkpoint(s) skipped above",
+                                  path, len(unloadable) + len(unfit))
+        return
+    # files that are hookline's own (by name, or next to its `latest` pointer) are never
+    # overwritten by a fresh start; a folder of foreign .pth files starts fresh as before
+    wrote_here = (runner.work_dir / LATEST_FILENAME).exists()
+    ours = unfit + [f for f in unloadable if wrote_here or is_checkpoint_name(f.path.name)]
+    if ours:
+        failures = sorted(ours, key=lambda f: f.path.stat().st_mtime if f.path.exists() else 0,
+                          reverse=True)
+        raise NoResumableCheckpointError.from_failures(runner.work_dir, failures)
+    runner.logger.info("resume='auto': no checkpoint in %s, starting fresh", runner.work_dir)

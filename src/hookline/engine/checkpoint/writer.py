@@ -5,7 +5,9 @@ updates of the weights cannot leak into it), then hands the bytes to one
 writer thread, which writes them atomically (temp file, fsync, ``os.replace``),
 updates the ``latest`` pointer and deletes the files the keep-N policy let go,
 strictly in submission order. Training goes on meanwhile; ``flush()`` waits
-for everything submitted and re-raises the first failure.
+for everything submitted and re-raises the first failure (a
+:class:`~hookline.engine.checkpoint.CheckpointWriteError` as it is: one line
+naming the file and the cause); the next ``write()`` or ``remove()`` does too.
 
 Example::
 
@@ -21,45 +23,49 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .atomic import write_checkpoint
+from .errors import CheckpointError
 
 
 class CheckpointWriter:
     """One daemon thread that runs checkpoint jobs in the order they were submitted."""
 
     def __init__(self) -> None:
-        self._jobs: queue.Queue[tuple[Callable[..., Any], tuple[Any, ...]]] = queue.Queue()
+        self._jobs: queue.Queue[Callable[[], Any]] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
-    def write(self, path: Path, payload: bytes) -> None:
-        """Queue an atomic write of ``payload`` to ``path`` (and the ``latest`` pointer)."""
-        self._submit(write_checkpoint, path, payload)
+    def write(self, path: Path, payload: bytes, *, make_room: Sequence[Path] = (),
+              logger: logging.Logger | None = None) -> None:
+        """Queue an atomic write of ``payload`` to ``path`` (and the ``latest`` pointer);
+        ``make_room`` and ``logger`` as for :func:`~hookline.engine.checkpoint.write_checkpoint`."""
+        self._submit(lambda: write_checkpoint(path, payload, make_room=make_room, logger=logger))
 
     def remove(self, path: Path) -> None:
         """Queue the deletion of ``path``, after every write queued before it."""
-        self._submit(lambda p: p.unlink(missing_ok=True), path)
+        self._submit(lambda: path.unlink(missing_ok=True))
 
-    def _submit(self, job: Callable[..., Any], *args: Any) -> None:
+    def _submit(self, job: Callable[[], Any]) -> None:
         self._raise_pending()
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._run, name="hookline-checkpoints",
                                             daemon=True)
             self._thread.start()
-        self._jobs.put((job, args))
+        self._jobs.put(job)
 
     def _run(self) -> None:
         while True:
-            job, args = self._jobs.get()
+            job = self._jobs.get()
             try:
                 if self._error is None:  # after a failure, later jobs (deletions) are skipped
-                    job(*args)
+                    job()
             except BaseException as exc:  # handed to the training thread (flush re-raises it)
                 self._error = exc
             finally:
@@ -72,7 +78,14 @@ class CheckpointWriter:
         self._raise_pending()
 
     def _raise_pending(self) -> None:
+        if self._error is None:
+            return
+        # let the thread skip every job queued before the failure was seen (the deletions
+        # that were to follow the failed write) before anything new runs
+        self._jobs.join()
         error, self._error = self._error, None
+        if isinstance(error, CheckpointError):
+            raise error
         if error is not None:
             raise RuntimeError(f"writing a checkpoint in the background failed: {error}") \
                 from error

@@ -1,0 +1,76 @@
+"""Checks a whole config before anything is built: one :class:`ConfigError` for the first problem.
+
+Nothing of the run exists while a config is checked, and nothing is written:
+
+- every ``{"type": ...}`` entry is looked up in its registry and its keys
+  are matched against the constructor's signature, with suggestions
+  (:mod:`.spec`);
+- optimizer, scheduler, loss, optimizer-wrapper and dataloader configs are
+  checked value by value and built on dummies, so torch's own checks run
+  (:mod:`hookline.engine.torch_args`); a model or dataset class runs its
+  ``check_args`` if it has one (:mod:`.keys`);
+- each built-in hook is constructed from its config and dropped, so every
+  value check in its ``__init__`` runs (:mod:`.hooks`);
+- what one part needs from another: metric names used by ``save_best`` /
+  ``monitor``, EarlyStopping's ``val_dataloader``, and for training the
+  dataloader, length, optimizer and loss (:mod:`.run`);
+- the device exists here and the work dir can be created and written.
+
+Example::
+
+    >>> from hookline.app.config_check import validate_config
+    >>> validate_config({"model": {"type": "DigitsCNN"},
+    ...                  "hooks": [{"type": "CheckpointHook", "intervl": 2}]},
+    ...                 ["model", "hooks"])
+    Traceback (most recent call last):
+    ...
+    hookline.core.errors.ConfigError: hooks[0]: hook type 'CheckpointHook' got unexpected argument(s) ...
+    >>> validate_config({"model": {"type": "DigitsCNN"}}, ["model", "train_dataloader"],
+    ...                 for_training=True)
+    Traceback (most recent call last):
+    ...
+    hookline.core.errors.ConfigError: training needs train_dataloader, e.g. train_dataloader: ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from hookline.core import ConfigError
+from hookline.engine.registries import MODELS
+
+from .keys import CHECKS
+from .run import check_run
+from .spec import check_spec
+
+__all__ = ["MMENGINE_KEYS", "check_spec", "validate_config"]
+
+# MMEngine config keys and what hookline calls them
+MMENGINE_KEYS = {
+    "custom_hooks": "hooks",
+    "train_cfg": "max_epochs / max_iters and val_interval (and train_loop for a loop class)",
+    "val_evaluator": "metrics",
+    "test_evaluator": "metrics",
+    "randomness": "seed",
+    "param_schedulers": "param_scheduler",
+}
+
+
+def validate_config(cfg: Mapping, accepted: Sequence[str], *, for_training: bool = False) -> None:
+    """Raise :class:`ConfigError` for the first problem in ``cfg``; ``accepted`` are the
+    Runner's argument names (``custom_imports`` and ``num_threads`` are always accepted);
+    ``for_training`` also requires what ``runner.train()`` needs."""
+    allowed = [*accepted, "custom_imports", "num_threads"]
+    for key in cfg:
+        if key in MMENGINE_KEYS:
+            raise ConfigError(f"unknown top-level config key {key!r}: hookline's name for MMEngine's "
+                              f"{key} is {MMENGINE_KEYS[key]}")
+        if key not in allowed:
+            raise ConfigError.unknown("top-level config key", key, allowed)
+    if "model" in allowed and "model" not in cfg:
+        raise ConfigError("the config has no 'model'; e.g. model: {type: DigitsCNN} "
+                          f"(registered models: {', '.join(MODELS.names()) or 'none'})")
+    for key, check in CHECKS.items():
+        if key in cfg:
+            check(cfg[key], key, cfg)
+    check_run(cfg, for_training=for_training)

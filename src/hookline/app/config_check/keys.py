@@ -1,0 +1,242 @@
+"""One checker per top-level config key: ``CHECKS[key](value, key, cfg)``.
+
+Registry entries go through :func:`~hookline.app.config_check.spec.check_spec`
+(names and signatures); optimizer, scheduler, loss, optimizer-wrapper and
+dataloader configs then through :mod:`hookline.engine.torch_args` (values,
+and torch's own checks on dummies); hooks through
+:mod:`~hookline.app.config_check.hooks`; the device and the work dir
+through :mod:`hookline.engine.environment`.
+
+Example::
+
+    >>> from hookline.app.config_check.keys import CHECKS
+    >>> CHECKS["train_dataloader"]({"dataset": {"type": "DigitsDataset"}, "shuffle": "yes"},
+    ...                            "train_dataloader", {})
+    Traceback (most recent call last):
+    ...
+    hookline.core.errors.ConfigError: train_dataloader.shuffle must be true or false, got 'yes'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from hookline.core import ConfigError
+from hookline.engine.arguments import check_hooks_argument
+from hookline.engine.checks import positive_int
+from hookline.engine.default_hooks import DEFAULT_HOOKS, LEGACY_DEFAULT_HOOKS, check_default_hooks
+from hookline.engine.environment import check_device, check_work_dir
+from hookline.engine.evaluator import METRICS
+from hookline.engine.loops import train_loop_config
+from hookline.engine.registries import (
+    DATASETS,
+    LOOPS,
+    LOSSES,
+    MODELS,
+    OPTIM_WRAPPERS,
+    OPTIMIZERS,
+    PARAM_SCHEDULERS,
+)
+from hookline.engine.torch_args import (
+    check_dataloader,
+    check_loss,
+    check_optim_wrapper,
+    check_optimizer,
+    check_schedulers,
+    run_check_args,
+)
+
+from .hooks import check_hook
+from .spec import PLAIN, check_spec, spec_kwargs
+
+__all__ = ["CHECKS"]
+
+_SCHEDULER_EXTRAS = ("by_epoch", "monitor")
+
+
+# -- one checker per top-level key ---------------------------------------------------------------
+def _model(spec: Any, where: str, _cfg: Mapping) -> None:
+    target = check_spec(MODELS, spec, where)
+    if target is not None:  # a model is never built here; its check_args runs if it has one
+        run_check_args(target, spec_kwargs(spec), where)
+
+
+def _loss(spec: Any, where: str, _cfg: Mapping) -> None:
+    if spec is not None and not callable(spec):
+        check_spec(LOSSES, spec, where)
+    check_loss(spec, where)
+
+
+def _optimizer(spec: Any, where: str, _cfg: Mapping) -> None:
+    if spec is not None:
+        check_spec(OPTIMIZERS, spec, where, injected=("params",))
+        check_optimizer(spec, where)
+
+
+def _schedulers(spec: Any, where: str, cfg: Mapping) -> None:
+    if spec is None:
+        return
+    if cfg.get("optimizer") is None and cfg.get("optim_wrapper") is None:
+        raise ConfigError(f"{where} needs an optimizer: add optimizer: {{type: SGD, lr: 0.01}}")
+    items = spec if isinstance(spec, list) else [spec]
+    for i, item in enumerate(items):
+        label = f"{where}[{i}]" if isinstance(spec, list) else where
+        check_spec(PARAM_SCHEDULERS, item, label, ignore=_SCHEDULER_EXTRAS, injected=("optimizer",))
+        children = item.get("schedulers") if isinstance(item, Mapping) else None
+        if isinstance(children, list):
+            for j, child in enumerate(children):
+                check_spec(PARAM_SCHEDULERS, child, f"{label}.schedulers[{j}]",
+                           ignore=_SCHEDULER_EXTRAS, injected=("optimizer",))
+    if cfg.get("optimizer") is not None:
+        dummy = check_optimizer(cfg["optimizer"])
+    else:
+        dummy = check_optim_wrapper(cfg["optim_wrapper"])
+        if dummy is None:  # several optimizers: the Runner has no single one to schedule
+            raise ConfigError(f"{where} needs a single optimizer; with one optim_wrapper per "
+                              "submodule, give each its own schedulers in Python")
+    check_schedulers(spec, dummy, where)
+
+
+def _dataloader(spec: Any, where: str, _cfg: Mapping) -> None:
+    if isinstance(spec, Mapping) and spec.get("dataset") is not None:
+        check_spec(DATASETS, spec["dataset"], f"{where}.dataset")
+    check_dataloader(spec, where, datasets=DATASETS)
+
+
+def _metrics(spec: Any, where: str, _cfg: Mapping) -> None:
+    if spec is None:
+        return
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{where} must map names to metrics, e.g. {{accuracy: accuracy}}; "
+                          f"got {spec!r}")
+    for name, metric in spec.items():
+        if isinstance(metric, str):
+            try:
+                METRICS.get(metric)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}.{name}: {exc}") from None
+        elif isinstance(metric, (Mapping, *PLAIN)):
+            check_spec(METRICS, metric, f"{where}.{name}")
+
+
+def _hooks(spec: Any, where: str, _cfg: Mapping) -> None:
+    if spec is None:
+        return
+    if not isinstance(spec, (list, tuple)):
+        check_hooks_argument(spec)
+    for i, item in enumerate(spec):
+        check_hook(item, f"{where}[{i}]")
+
+
+def _default_hooks(spec: Any, where: str, _cfg: Mapping) -> None:
+    check_default_hooks(spec)
+    known = {**DEFAULT_HOOKS, **LEGACY_DEFAULT_HOOKS}
+    for key, item in (spec or {}).items():
+        if isinstance(item, Mapping) and "type" not in item:
+            item = {**known[key], **item}  # resolve_config fills these in; validate may not have
+        if item is not None:
+            check_hook(item, f"{where}.{key}")
+
+
+def _optim_wrapper(spec: Any, where: str, cfg: Mapping) -> None:
+    if spec is None:
+        return
+    if cfg.get("optimizer") is not None:
+        raise ConfigError("give optimizer or optim_wrapper (which holds its own optimizer), not both")
+    if not isinstance(spec, Mapping):
+        check_spec(OPTIM_WRAPPERS, spec, where)
+        return
+    if "type" not in spec and "optimizer" not in spec and spec and all(
+            isinstance(v, Mapping) for v in spec.values()):  # several optimizers, by submodule
+        for name, child in spec.items():
+            _optim_wrapper(child, f"{where}.{name}", {})
+        return
+    if "optimizer" not in spec:
+        raise ConfigError(f"{where} has no 'optimizer', e.g. {{type: OptimWrapper, optimizer: "
+                          "{type: SGD, lr: 0.01}}")
+    _optimizer(spec["optimizer"], f"{where}.optimizer", cfg)
+    check_spec(OPTIM_WRAPPERS, {"type": "OptimWrapper", **spec}, where, ignore=("optimizer",),
+               injected=("optimizer",))
+    check_optim_wrapper(spec, where)
+
+
+def _train_loop(spec: Any, where: str, cfg: Mapping) -> None:
+    if spec is None:
+        return
+    if isinstance(spec, str):
+        spec = {"type": spec}
+    if isinstance(spec, Mapping):  # the Runner fills in what the loop config leaves out
+        given = {key: cfg[key] for key in ("max_epochs", "max_iters", "val_interval")
+                 if cfg.get(key) is not None}
+        try:
+            spec = train_loop_config(spec, **{key: given.get(key) for key in
+                                              ("max_epochs", "max_iters", "val_interval")})
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        if spec is None:
+            return
+    check_spec(LOOPS, spec, where, injected=("runner", "dataloader"))
+
+
+def _positive_int(value: Any, where: str, _cfg: Mapping) -> None:
+    positive_int(value, where, allow_none=True)
+
+
+def _lengths(value: Any, where: str, cfg: Mapping) -> None:
+    _positive_int(value, where, cfg)
+    if cfg.get("max_epochs") is not None and cfg.get("max_iters") is not None:
+        raise ConfigError("give max_epochs or max_iters, not both")
+
+
+def _int(value: Any, where: str, _cfg: Mapping) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{where} must be an int, got {value!r}")
+
+
+def _checkpoint_path(value: Any, where: str, _cfg: Mapping) -> None:
+    if value is None or (where == "resume" and value == "auto"):
+        return
+    if not isinstance(value, (str, Path)):
+        raise ConfigError(f"{where} must be 'auto' or a checkpoint path, got {value!r}"
+                          if where == "resume" else f"{where} must be a checkpoint path, got {value!r}")
+    if not Path(value).exists():
+        raise ConfigError(f"{where}: checkpoint {str(value)!r} not found"
+                          + (" (use resume: auto to resume from the work dir when it has one)"
+                             if where == "resume" else ""))
+
+
+def _device(value: Any, _where: str, _cfg: Mapping) -> None:
+    check_device(value)
+
+
+def _work_dir(value: Any, _where: str, _cfg: Mapping) -> None:
+    if value is not None:
+        check_work_dir(value)
+
+
+#: one checker per top-level key, each called as ``check(value, key, cfg)`` (``_cfg`` where unused)
+CHECKS: dict[str, Callable[[Any, str, Mapping], None]] = {
+    "model": _model,
+    "loss_fn": _loss,
+    "optimizer": _optimizer,
+    "optim_wrapper": _optim_wrapper,
+    "train_loop": _train_loop,
+    "param_scheduler": _schedulers,
+    "train_dataloader": _dataloader,
+    "val_dataloader": _dataloader,
+    "test_dataloader": _dataloader,
+    "metrics": _metrics,
+    "hooks": _hooks,
+    "default_hooks": _default_hooks,
+    "max_epochs": _lengths,
+    "max_iters": _lengths,
+    "val_interval": _positive_int,
+    "seed": _int,
+    "num_threads": _positive_int,
+    "device": _device,
+    "resume": _checkpoint_path,
+    "load_from": _checkpoint_path,
+    "work_dir": _work_dir,
+}

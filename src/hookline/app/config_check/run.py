@@ -1,0 +1,140 @@
+"""Checks across keys: what training, a hook or a scheduler needs from the rest of the config.
+
+- Training (``hookline train``) needs ``train_dataloader``, a length
+  (``max_epochs`` or ``max_iters``), an optimizer unless the model brings its
+  own ``train_step``, and a loss unless it brings ``training_step``.
+- ``EarlyStoppingHook`` needs a ``val_dataloader``: it decides after each validation.
+- A metric named by ``save_best`` (CheckpointHook, EvalHook), ``monitor``
+  (EarlyStoppingHook, ReduceLROnPlateau) must be one that every validation
+  of the run reports: the ``metrics`` keys, plus ``loss`` when there is a
+  ``loss_fn``. When the model has its own ``validation_step`` its outputs
+  are not known before it runs, and the names are not checked.
+
+Example::
+
+    >>> from hookline.app.config_check.run import check_run
+    >>> cfg = {"model": {"type": "DigitsCNN"}, "loss_fn": {"type": "CrossEntropyLoss"},
+    ...        "val_dataloader": {"dataset": {"type": "DigitsDataset", "split": "val"}},
+    ...        "metrics": {"accuracy": "accuracy"},
+    ...        "default_hooks": {"checkpoint": {"type": "CheckpointHook", "save_best": "acc"}}}
+    >>> check_run(cfg, for_training=False)
+    Traceback (most recent call last):
+    ...
+    hookline.core.errors.ConfigError: default_hooks.checkpoint.save_best: 'acc' is not a validation ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from hookline.core import ConfigError
+from hookline.core.errors import closest_names
+from hookline.engine.loops import train_loop_config
+from hookline.engine.registries import HOOKS, MODELS
+from hookline.hooks import CheckpointHook, EarlyStoppingHook, EvalHook
+
+__all__ = ["check_run"]
+
+_EXAMPLE_LOADER = "{dataset: {type: DigitsDataset, split: train}, batch_size: 32}"
+
+
+def check_run(cfg: Mapping, *, for_training: bool) -> None:
+    """Raise :class:`ConfigError` for the first thing one part of ``cfg`` needs from another
+    and does not get (``for_training``: also what training needs)."""
+    model = _model(cfg)
+    if for_training:
+        _training_needs(cfg, model)
+    hooks = list(_hooks(cfg))
+    for where, kind, args in hooks:
+        if issubclass(kind, EarlyStoppingHook) and cfg.get("val_dataloader") is None:
+            raise ConfigError(f"{where}: EarlyStoppingHook(monitor={args.get('monitor')!r}) "
+                              "needs a val_dataloader: it decides after each validation")
+    if model is None or hasattr(model, "validation_step"):
+        return  # validation reports what the model's own step returns: unknown until it runs
+    _metric_names(cfg, hooks)
+
+
+def _model(cfg: Mapping) -> Any:
+    """The model's class (or the model object), or None when the config does not say."""
+    spec = cfg.get("model")
+    if isinstance(spec, Mapping):
+        kind = spec.get("type")
+        return MODELS.get(kind) if isinstance(kind, str) else kind
+    return spec
+
+
+def _training_needs(cfg: Mapping, model: Any) -> None:
+    if cfg.get("train_dataloader") is None:
+        raise ConfigError(f"training needs train_dataloader, e.g. train_dataloader: {_EXAMPLE_LOADER}")
+    length = train_loop_config(cfg.get("train_loop"), max_epochs=cfg.get("max_epochs"),
+                               max_iters=cfg.get("max_iters"), val_interval=cfg.get("val_interval"))
+    if length is None:
+        raise ConfigError("training needs max_epochs or max_iters (how long to train), "
+                          "e.g. max_epochs: 10")
+    if cfg.get("optimizer") is None and cfg.get("optim_wrapper") is None \
+            and not hasattr(model, "train_step"):
+        raise ConfigError("training needs an optimizer, e.g. optimizer: {type: Adam, lr: 0.001} "
+                          "(or optim_wrapper: {optimizer: {...}, clip_grad: ...})")
+    if cfg.get("loss_fn") is None and model is not None \
+            and not any(hasattr(model, name) for name in ("training_step", "train_step")):
+        raise ConfigError(f"training needs loss_fn: {getattr(model, '__name__', 'the model')} has "
+                          "no training_step(batch), so the loss is loss_fn(model(x), y); e.g. "
+                          "loss_fn: {type: CrossEntropyLoss}")
+
+
+def _hooks(cfg: Mapping) -> Iterator[tuple[str, type, dict[str, Any]]]:
+    """``(where, class, arguments)`` of each hook of ``cfg`` (configs and objects)."""
+    entries: list[tuple[str, Any]] = []
+    if isinstance(cfg.get("hooks"), (list, tuple)):
+        entries += [(f"hooks[{i}]", spec) for i, spec in enumerate(cfg["hooks"])]
+    if isinstance(cfg.get("default_hooks"), Mapping):
+        entries += [(f"default_hooks.{key}", spec) for key, spec in cfg["default_hooks"].items()]
+    for where, spec in entries:
+        if isinstance(spec, Mapping) and isinstance(spec.get("type"), str):
+            yield where, HOOKS.get(spec["type"]), {k: v for k, v in spec.items() if k != "type"}
+        elif spec is not None and not isinstance(spec, Mapping):
+            yield where, type(spec), {name: getattr(spec, name, None)
+                                      for name in ("monitor", "save_best", "metrics")}
+
+
+def _metric_names(cfg: Mapping, hooks: list[tuple[str, type, dict[str, Any]]]) -> None:
+    loss = {"loss"} if cfg.get("loss_fn") is not None else set()
+    metrics = cfg.get("metrics")
+    runner_metrics: set[str] = set(metrics) if isinstance(metrics, Mapping) else set()
+    sources: list[tuple[str, set[str]]] = []  # every validation of the run, and its names
+    if cfg.get("val_dataloader") is not None:
+        sources.append(("validation", {*runner_metrics, *loss}))
+    for where, kind, args in hooks:
+        if issubclass(kind, EvalHook):
+            own = args.get("metrics")
+            names = {*(set(own) if isinstance(own, Mapping) else runner_metrics), *loss}
+            sources.append((f"{where} (validation)", names))
+            if isinstance(args.get("save_best"), str) and args["save_best"] != "auto":
+                _named(args["save_best"], f"{where}.save_best", [(where, names)])
+    for where, kind, args in hooks:
+        if issubclass(kind, CheckpointHook) and isinstance(args.get("save_best"), str) \
+                and args["save_best"] != "auto":
+            _named(args["save_best"], f"{where}.save_best", sources)
+        if issubclass(kind, EarlyStoppingHook) and isinstance(args.get("monitor"), str):
+            _named(args["monitor"], f"{where}.monitor", sources, val_prefix=True)
+    schedulers = cfg.get("param_scheduler")
+    listed = isinstance(schedulers, list)
+    items: list[Any] = schedulers if isinstance(schedulers, list) else [schedulers]
+    for i, item in enumerate(items):
+        if isinstance(item, Mapping) and item.get("type") == "ReduceLROnPlateau":
+            where = f"param_scheduler[{i}]" if listed else "param_scheduler"
+            _named(item.get("monitor", "loss"), f"{where}.monitor", sources)
+
+
+def _named(name: str, where: str, sources: list[tuple[str, set[str]]], *,
+           val_prefix: bool = False) -> None:
+    """``name`` must be among the metric names of every source."""
+    for source, names in sources:
+        if name in names or (val_prefix and name.startswith("val/") and name[4:] in names):
+            continue
+        close = closest_names(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        reports = ", ".join(sorted(names)) or "nothing (no metrics and no loss_fn)"
+        raise ConfigError(f"{where}: {name!r} is not a validation metric of this run{hint} "
+                          f"({source} reports: {reports})")

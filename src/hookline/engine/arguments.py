@@ -1,0 +1,120 @@
+"""The Runner's arguments checked before anything is built or written: one error each.
+
+:func:`check_runner_arguments` runs first in ``Runner.__init__``, so a wrong
+argument is a :class:`ConfigError` naming it, raised before the seed is
+set, the model is built or ``log.txt`` is opened. Configs (``{"type": ...}``
+dicts) of the optimizer, schedulers, loss and dataloaders go through
+:mod:`hookline.engine.torch_args` (built on dummies; nothing of the model).
+
+Example::
+
+    >>> import torch
+    >>> from hookline.engine.arguments import check_runner_arguments
+    >>> check_runner_arguments(model=torch.nn.Linear(2, 2), loss_fn=torch.nn.CrossEntropyLoss)
+    Traceback (most recent call last):
+    ...
+    hookline.core.errors.ConfigError: loss_fn is the class CrossEntropyLoss; pass an instance, ...
+    >>> check_runner_arguments(model=torch.nn.Linear(2, 2), hooks="EMAHook")
+    Traceback (most recent call last):
+    ...
+    hookline.core.errors.ConfigError: hooks must be a list ... 'EMAHook'; e.g. hooks=[{'type': 'EMAHook'}]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from hookline.core import ConfigError
+
+from .default_hooks import check_default_hooks
+from .environment import check_device, check_work_dir
+from .hook import Hook
+from .hook_adapters import find_adapter
+from .torch_args import (
+    check_dataloader,
+    check_loss,
+    check_optim_wrapper,
+    check_optimizer,
+    check_schedulers,
+    dummy_optimizer,
+)
+
+__all__ = ["check_hooks_argument", "check_runner_arguments"]
+
+
+def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: Any = None,
+                           loss_fn: Any = None, param_scheduler: Any = None,
+                           train_dataloader: Any = None, val_dataloader: Any = None,
+                           test_dataloader: Any = None, hooks: Any = (),
+                           default_hooks: Any = None, seed: Any = 0, device: Any = "auto",
+                           work_dir: Any = None, resume: Any = None, load_from: Any = None
+                           ) -> None:
+    """Raise :class:`ConfigError` for the first of the Runner's arguments it cannot use."""
+    if isinstance(model, type):
+        raise ConfigError(f"model is the class {model.__name__}; pass an instance, "
+                          f"{model.__name__}(...) (or {{'type': '{model.__name__}'}})")
+    if not isinstance(model, (torch.nn.Module, Mapping)):
+        raise ConfigError(f"model must be a torch.nn.Module or a config dict, got {model!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"seed must be an int, got {seed!r}")
+    check_device(device)
+    if work_dir is not None and os.environ.get("RANK", "0") == "0":  # only rank 0 writes
+        check_work_dir(work_dir)
+    elif work_dir is not None and not isinstance(work_dir, (str, os.PathLike)):
+        raise ConfigError(f"work_dir must be a folder path (a str or a Path), got {work_dir!r}")
+    for name, value in (("resume", resume), ("load_from", load_from)):
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise ConfigError(f"{name} must be a checkpoint path"
+                              + (" or 'auto'" if name == "resume" else "") + f", got {value!r}")
+    check_hooks_argument(hooks)
+    check_default_hooks(default_hooks)
+    if optimizer is not None and optim_wrapper is not None:
+        raise ConfigError("give optimizer= or optim_wrapper= (which holds its own optimizer), "
+                          "not both")
+    dummy = check_optimizer(optimizer) if optim_wrapper is None else \
+        check_optim_wrapper(optim_wrapper)
+    given = optimizer if optimizer is not None else getattr(optim_wrapper, "optimizer", None)
+    if dummy is None and isinstance(given, torch.optim.Optimizer):
+        dummy = dummy_optimizer(given)
+    if dummy is not None:
+        check_schedulers(param_scheduler, dummy)
+    elif optimizer is None and optim_wrapper is None and param_scheduler not in (None, [], ()):
+        raise ConfigError("param_scheduler needs an optimizer: pass optimizer= (e.g. "
+                          "{'type': 'SGD', 'lr': 0.01}) or optim_wrapper=")
+    check_loss(loss_fn)
+    for name, loader in (("train_dataloader", train_dataloader),
+                         ("val_dataloader", val_dataloader), ("test_dataloader", test_dataloader)):
+        check_dataloader(loader, name)
+
+
+def check_hooks_argument(hooks: Any) -> None:
+    """``hooks`` must be a list (or tuple) of hooks and hook configs.
+
+    Example::
+
+        >>> check_hooks_argument({"type": "EMAHook"})
+        Traceback (most recent call last):
+        ...
+        hookline.core.errors.ConfigError: hooks must be a list ...: hooks=[{'type': 'EMAHook'}]
+    """
+    if isinstance(hooks, str):
+        raise ConfigError(f"hooks must be a list of hooks or hook configs, got the string "
+                          f"{hooks!r}; e.g. hooks=[{{'type': {hooks!r}}}]")
+    if isinstance(hooks, (Hook, Mapping)):
+        what = "one hook config" if isinstance(hooks, Mapping) else "one hook"
+        raise ConfigError(f"hooks must be a list of hooks or hook configs, got {what}; wrap it "
+                          f"in a list: hooks=[{hooks!r}]")
+    if not isinstance(hooks, (list, tuple)):
+        raise ConfigError(f"hooks must be a list of hooks or hook configs, got {hooks!r}")
+    for i, hook in enumerate(hooks):
+        if isinstance(hook, type) and issubclass(hook, Hook):
+            raise ConfigError(f"hooks[{i}] is the class {hook.__name__}; pass an instance, "
+                              f"{hook.__name__}(...) (or {{'type': '{hook.__name__}'}})")
+        if not isinstance(hook, (Hook, Mapping)) and find_adapter(hook) is None:
+            raise ConfigError(f"hooks[{i}] must be a hookline Hook, a hook config such as "
+                              f"{{'type': 'EMAHook'}}, or a Keras or Lightning callback, "
+                              f"got {hook!r}")

@@ -1,0 +1,187 @@
+"""Whether a loaded checkpoint fits a run: checked before anything of the run changes.
+
+:func:`check_fits` compares a checkpoint with a Runner and raises
+:class:`~hookline.engine.checkpoint.CheckpointError` naming the file and the
+first thing that does not fit: no ``state_dict``, another model (keys that
+differ), weights of other shapes, a ``meta`` position that is not a count, a
+batch beyond this run's epoch, an optimizer with other parameter groups, or
+another number of parameter schedulers. What can only be checked by applying
+it (the RNG state, each hook's state) is applied by
+:func:`~hookline.engine.checkpoint.run.apply` with an undo.
+
+Example::
+
+    >>> import torch
+    >>> from hookline.engine.checkpoint.fit import weights_problem
+    >>> model = torch.nn.Linear(4, 2)
+    >>> weights_problem(model, {"weight": torch.zeros(2, 3), "bias": torch.zeros(2)}, strict=True)
+    "state_dict['weight'] has shape [2, 3]; this run's model has [2, 4]"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .errors import CheckpointError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..runner import Runner
+
+
+def _names(keys: Sequence[str], limit: int = 4) -> str:
+    shown = ", ".join(repr(k) for k in keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def weights_problem(model: torch.nn.Module, weights: Any, *, strict: bool) -> str | None:
+    """What keeps ``weights`` (a checkpoint's ``state_dict``) from loading into ``model``, or None.
+
+    ``strict``: the keys must be the model's exactly (resuming); otherwise
+    missing and extra keys are allowed, but at least one must be the model's.
+    Shapes must match either way.
+    """
+    if weights is None:
+        return "it has no 'state_dict' (the model's weights)"
+    if not isinstance(weights, Mapping):
+        return f"its 'state_dict' is a {type(weights).__name__}, not a dict of tensors"
+    own = model.state_dict()
+    for key, value in weights.items():
+        if not isinstance(value, torch.Tensor) and isinstance(own.get(key), torch.Tensor):
+            return f"state_dict[{key!r}] is a {type(value).__name__}, not a tensor"
+    missing = [k for k in own if k not in weights]
+    unexpected = [k for k in weights if k not in own]
+    if strict and (missing or unexpected):
+        parts = []
+        if missing:
+            parts.append(f"lacks {len(missing)} of this run's model's weights ({_names(missing)})")
+        if unexpected:
+            parts.append(f"has {len(unexpected)} weights this model does not ({_names(unexpected)})")
+        return f"another model: its state_dict {' and '.join(parts)}"
+    if own and weights and not strict and len(unexpected) == len(weights):
+        return (f"another model: none of its {len(weights)} weights ({_names(unexpected)}) is one "
+                "of this run's model")
+    for key, value in weights.items():
+        mine = own.get(key)
+        if isinstance(mine, torch.Tensor) and isinstance(value, torch.Tensor) \
+                and mine.shape != value.shape:
+            return (f"state_dict[{key!r}] has shape {list(value.shape)}; this run's model has "
+                    f"{list(mine.shape)}")
+    return None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def meta_problem(meta: Mapping[str, Any], *, by_epoch: bool, epoch_length: int | None
+                 ) -> str | None:
+    """What makes a checkpoint's ``meta`` unusable as a resume point, or None.
+
+    Example::
+
+        >>> meta_problem({"epoch": 1, "iter": "90"}, by_epoch=True, epoch_length=45)
+        "meta['iter'] is '90', not a count (an int >= 0)"
+    """
+    for key in ("epoch", "iter", "batch"):
+        if (key in meta or key != "batch") and not _count(meta.get(key)):
+            return f"meta[{key!r}] is {meta.get(key)!r}, not a count (an int >= 0)"
+    for key in ("stop_training", "val_pending"):
+        if key in meta and not isinstance(meta[key], bool):
+            return f"meta[{key!r}] is {meta[key]!r}, not True or False"
+    batch = meta.get("batch", 0)
+    if by_epoch and epoch_length is not None and batch > epoch_length:
+        return (f"it stopped after batch {batch} of an epoch, and this run's epochs have "
+                f"{epoch_length} batches (another data set or batch size?)")
+    return None
+
+
+def optimizer_layout(state: Any) -> Any:
+    """Parameters per group of an optimizer state dict (a dict of them for several optimizers);
+    None when ``state`` is not one.
+
+    Example::
+
+        >>> optimizer = torch.optim.SGD([{"params": [torch.zeros(1)]},
+        ...                              {"params": [torch.zeros(1), torch.zeros(2)]}], lr=0.1)
+        >>> optimizer_layout(optimizer.state_dict())
+        (1, 2)
+    """
+    if not isinstance(state, Mapping):
+        return None
+    if "param_groups" in state:
+        groups = state["param_groups"]
+        if not isinstance(state.get("state"), Mapping) or not isinstance(groups, (list, tuple)) \
+                or not all(isinstance(g, Mapping) and isinstance(g.get("params"), (list, tuple))
+                           for g in groups):
+            return None
+        return tuple(len(g["params"]) for g in groups)
+    layout = {name: optimizer_layout(inner) for name, inner in state.items()}
+    return None if any(v is None for v in layout.values()) or not layout else layout
+
+
+def _describe_layout(layout: Any) -> str:
+    if isinstance(layout, tuple):
+        groups = "group" if len(layout) == 1 else "groups"
+        return f"{len(layout)} parameter {groups} of {', '.join(map(str, layout))} parameters"
+    if isinstance(layout, dict):
+        return "; ".join(f"{name!r}: {_describe_layout(inner)}" for name, inner in layout.items())
+    return "a malformed state"
+
+
+def optimization_problem(runner: Runner, checkpoint: Mapping[str, Any]) -> str | None:
+    """Whether the checkpoint's optimizer and scheduler states fit the run's, or None."""
+    wrapper = runner.optim_wrapper
+    if wrapper is None or "optimizer" not in checkpoint:
+        return None
+    theirs, ours = optimizer_layout(checkpoint["optimizer"]), optimizer_layout(wrapper.state_dict())
+    if theirs is None:
+        return "its 'optimizer' is not an optimizer state dict (no 'state' / 'param_groups')"
+    if theirs != ours:
+        return (f"another optimizer layout: the checkpoint's has {_describe_layout(theirs)}, "
+                f"this run's {_describe_layout(ours)}")
+    schedulers = checkpoint.get("param_schedulers", [])
+    if not isinstance(schedulers, (list, tuple)) or not all(isinstance(s, Mapping)
+                                                            for s in schedulers):
+        return "its 'param_schedulers' is not a list of scheduler state dicts"
+    if len(schedulers) != len(runner.param_schedulers):
+        return (f"it holds {len(schedulers)} parameter scheduler state(s); this run has "
+                f"{len(runner.param_schedulers)} scheduler(s)")
+    return None
+
+
+def _containers_problem(checkpoint: Mapping[str, Any]) -> str | None:
+    """``hooks`` must map state keys to dicts, ``rng`` must be a dict (their insides are
+    checked by applying them, with an undo)."""
+    hooks = checkpoint.get("hooks", {})
+    if not isinstance(hooks, Mapping) or not all(isinstance(k, str) and isinstance(v, Mapping)
+                                                  for k, v in hooks.items()):
+        return "its 'hooks' is not a dict of hook states (state key -> dict)"
+    if "rng" in checkpoint and not isinstance(checkpoint["rng"], Mapping):
+        return f"its 'rng' is a {type(checkpoint['rng']).__name__}, not a dict of RNG states"
+    return None
+
+
+def check_fits(runner: Runner, checkpoint: Mapping[str, Any], path: str | Path, *,
+               resume: bool, strict: bool = True) -> None:
+    """Raise :class:`CheckpointError` naming ``path`` and what does not fit, if anything.
+
+    ``resume``: the whole run is to be taken from the checkpoint (weights with
+    ``strict`` keys, position, optimizer, schedulers); otherwise only weights.
+    """
+    problem = weights_problem(runner.model, checkpoint.get("state_dict"),
+                              strict=strict and resume)
+    if problem is None and resume:
+        loop = runner.train_loop
+        meta = checkpoint.get("meta", {})
+        problem = meta_problem(meta, by_epoch=runner.by_epoch,
+                               epoch_length=loop.epoch_length if loop is not None else None)
+        if problem is None:
+            problem = optimization_problem(runner, checkpoint)
+        if problem is None:
+            problem = _containers_problem(checkpoint)
+    if problem is not None:
+        raise CheckpointError(path, f"does not fit this run: {problem}")

@@ -1,0 +1,133 @@
+"""``HistoryBuffer``: MMEngine's view of one scalar's recent history in the message hub.
+
+``runner.message_hub.get_scalar("train/loss")`` returns one. Values stay
+as they were recorded (device tensors are not read) until a statistic is
+asked for; each statistic then costs one host-device sync.
+
+Example::
+
+    >>> from hookline.engine.message_hub import MessageHub
+    >>> hub = MessageHub()
+    >>> for loss in (4.0, 2.0, 3.0):
+    ...     hub.update_scalar("train/loss", loss)
+    >>> buffer = hub.get_scalar("train/loss")
+    >>> buffer.current(), buffer.mean(2), buffer.max(), buffer.min(), len(buffer)
+    (3.0, 2.5, 4.0, 2.0, 3)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+def to_float(value: Any) -> float:
+    """A number or a one-element tensor as a float (one sync for a device tensor)."""
+    return float(value.item()) if isinstance(value, torch.Tensor) else float(value)
+
+
+def _floats(values: list[Any]) -> list[float]:
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    if not tensors:
+        return [float(v) for v in values]
+    if len(tensors) == len(values):
+        try:  # one stack, one copy to the host
+            return [float(x) for x in torch.stack([t.reshape(()) for t in tensors])
+                    .double().cpu().tolist()]
+        except RuntimeError:
+            pass  # devices or dtypes differ: one by one
+    return [to_float(v) for v in values]
+
+
+class HistoryBuffer:
+    """The recorded values of one key (newest last) and their counts.
+
+    ``mean(window)`` is MMEngine's ``sum(values * counts) / sum(counts)`` over
+    the last ``window`` records; the hub keeps its ``window`` newest records
+    per key (loggers raise it to their interval), so a longer window means
+    all that is kept.
+    """
+
+    _statistics: dict[str, Callable[..., Any]] = {}
+
+    def __init__(self, values: deque[Any], counts: deque[int] | None = None) -> None:
+        self._values = values
+        self._counts = counts
+
+    def update(self, value: Any, count: int = 1) -> None:
+        """Record one more value (``count`` samples it stands for)."""
+        if isinstance(value, torch.Tensor):
+            value = value.detach()
+        self._values.append(value)
+        if self._counts is not None:
+            self._counts.append(count)
+        elif count != 1:
+            self._counts = deque([1] * (len(self._values) - 1) + [count],
+                                 maxlen=self._values.maxlen)
+
+    @property
+    def weighted(self) -> bool:
+        """Whether any record stands for more than one sample (``count != 1``)."""
+        return self._counts is not None
+
+    def recent(self, count: int | None = None) -> list[Any]:
+        """The last ``count`` records as they were stored (device tensors stay unread)."""
+        values = list(self._values)
+        return values if count is None else values[-count:]
+
+    @property
+    def data(self) -> tuple[list[float], list[int]]:
+        """``(values, counts)`` as Python lists (MMEngine returns numpy arrays)."""
+        counts = list(self._counts) if self._counts is not None else [1] * len(self._values)
+        return _floats(list(self._values)), counts
+
+    def _window(self, window_size: int | None) -> tuple[list[float], list[int]]:
+        if not self._values:
+            raise ValueError("the history is empty")
+        values, counts = self.data
+        if window_size is not None:
+            if window_size < 1:
+                raise ValueError(f"window_size must be >= 1, got {window_size}")
+            values, counts = values[-window_size:], counts[-window_size:]
+        return values, counts
+
+    def mean(self, window_size: int | None = None) -> float:
+        """Count-weighted mean of the last ``window_size`` records (all kept ones if None)."""
+        values, counts = self._window(window_size)
+        return sum(v * c for v, c in zip(values, counts)) / sum(counts)
+
+    def max(self, window_size: int | None = None) -> float:
+        return max(self._window(window_size)[0])
+
+    def min(self, window_size: int | None = None) -> float:
+        return min(self._window(window_size)[0])
+
+    def current(self) -> float:
+        """The newest value."""
+        if not self._values:
+            raise ValueError("the history is empty")
+        return to_float(self._values[-1])
+
+    @classmethod
+    def register_statistics(cls, method: Callable[..., Any]) -> Callable[..., Any]:
+        """Add a statistic ``method(buffer, *args)`` callable through :meth:`statistics`."""
+        cls._statistics[method.__name__] = method
+        return method
+
+    def statistics(self, method_name: str, *args: Any, **kwargs: Any) -> Any:
+        """Call a statistic by name: ``mean``, ``max``, ``min``, ``current`` or a registered one."""
+        if method_name in self._statistics:
+            return self._statistics[method_name](self, *args, **kwargs)
+        if method_name in ("mean", "max", "min", "current"):
+            return getattr(self, method_name)(*args, **kwargs)
+        raise KeyError(f"unknown statistic {method_name!r}; known: mean, max, min, current, "
+                       f"{', '.join(sorted(self._statistics))}")
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"HistoryBuffer({len(self._values)} values)"

@@ -1,0 +1,99 @@
+"""The inputs ``summary`` runs a model on: built from ``input_size``/``dtypes`` or moved from ``input_data``.
+
+``input_size`` is one shape (batch dimension included) or a list of shapes,
+one per positional input; inside a list, ``[]`` is a 0-d tensor (a scalar
+such as a diffusion model's timestep). A dimension of 0, a negative one, an
+empty ``input_size`` or anything that is not a shape is a ConfigError naming
+``input_size``. ``dtypes`` are ``torch.dtype``s or legacy tensor types
+(``torch.LongTensor``).
+
+Example::
+
+    >>> import torch
+    >>> from hookline.inspect._inputs import make_inputs
+    >>> args, kwargs = make_inputs([(2, 3), []], None, [torch.float32, torch.long], torch.device("cpu"), {})
+    >>> [tuple(a.shape) for a in args], args[1].dtype
+    ([(2, 3), ()], torch.int64)
+    >>> make_inputs((2, 0), None, None, torch.device("cpu"), {})
+    Traceback (most recent call last):
+    ...
+    hookline.core.errors.ConfigError: input_size (2, 0) has a dimension of size 0: ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch.nn.utils.rnn import PackedSequence
+
+from hookline.core import ConfigError
+
+from .features import map_tensors
+
+_SHAPE_HELP = ("input_size must be a shape such as (1, 3, 32, 32), batch dimension included, or a list of "
+               "shapes, one per positional input ([] for a 0-d tensor)")
+
+
+def _is_shape(value: Any) -> bool:
+    return isinstance(value, (tuple, list, torch.Size)) and all(
+        isinstance(d, int) and not isinstance(d, bool) for d in value)
+
+
+def _sizes(input_size: Any) -> list[tuple[int, ...]]:
+    if not isinstance(input_size, (tuple, list, torch.Size)) or len(input_size) == 0:
+        raise ConfigError(f"{_SHAPE_HELP}; got {input_size!r}")
+    sizes = [input_size] if _is_shape(input_size) else list(input_size)
+    for size in sizes:
+        if not _is_shape(size):
+            raise ConfigError(f"{_SHAPE_HELP}; got {input_size!r}")
+        if any(d < 0 for d in size):
+            raise ConfigError(f"input_size {input_size!r} has a negative dimension")
+        if any(d == 0 for d in size):
+            raise ConfigError(f"input_size {input_size!r} has a dimension of size 0: every dimension must be "
+                              ">= 1 (for a 0-d scalar input, give [] in a list of shapes)")
+    return [tuple(size) for size in sizes]
+
+
+def _dtype(value: Any) -> torch.dtype:
+    if isinstance(value, torch.dtype):
+        return value
+    legacy = getattr(value, "dtype", None)  # torch.FloatTensor, torch.cuda.LongTensor ...
+    if isinstance(value, type) and isinstance(legacy, torch.dtype):
+        return legacy
+    raise ConfigError(f"dtypes must be torch dtypes (torch.float32, torch.long ...), got {value!r}")
+
+
+def _to_device(device: torch.device) -> Any:
+    def move(t: torch.Tensor) -> torch.Tensor:
+        return t.to(device)
+    return move
+
+
+def make_inputs(input_size: Any, input_data: Any, dtypes: Any, device: torch.device,
+                kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """``(args, kwargs)`` for the forward pass, or None when nothing is given (parameters only)."""
+    if input_data is not None:
+        data = map_tensors(input_data, _to_device(device))  # a PackedSequence's batch_sizes stay on the CPU
+        if isinstance(data, (torch.Tensor, PackedSequence)):
+            return (data,), dict(kwargs)
+        if isinstance(data, Mapping):
+            return (), {**data, **kwargs}
+        if isinstance(data, (list, tuple)):
+            return tuple(data), dict(kwargs)
+        return (data,), dict(kwargs)
+    if input_size is None:
+        return ((), dict(kwargs)) if kwargs else None
+    sizes = _sizes(input_size)
+    if dtypes is None:
+        kinds = [torch.float32] * len(sizes)
+    elif isinstance(dtypes, (list, tuple)):
+        kinds = [_dtype(d) for d in dtypes]
+    else:
+        kinds = [_dtype(dtypes)] * len(sizes)
+    if len(kinds) != len(sizes):
+        raise ConfigError(f"dtypes has {len(kinds)} entries for {len(sizes)} input sizes")
+    args = tuple(torch.rand(size, device=device).to(dtype) if dtype.is_floating_point
+                 else torch.zeros(size, dtype=dtype, device=device) for size, dtype in zip(sizes, kinds))
+    return args, dict(kwargs)

@@ -1,0 +1,255 @@
+"""Keras callbacks in a hookline Runner: ``KerasCallbackHook`` runs one at the matching stages.
+
+``Runner(hooks=[keras.callbacks.EarlyStopping(...)])`` wraps the callback
+automatically (the ``keras`` adapter of ``HOOK_ADAPTERS``); so is any object
+with Keras's callback methods (``on_epoch_end(epoch, logs)`` ...). The
+callback sees what ``keras.Model.fit`` gives it:
+
+- ``self.model``: a :class:`~hookline.integrations.keras_model.KerasModel`
+  (``stop_training``, ``optimizer.learning_rate``, ``get_weights()`` ...);
+- ``self.params``: ``{"verbose": "auto", "epochs": max_epochs, "steps":
+  batches per epoch}`` (an iteration-based run is one epoch of ``max_iters``);
+- ``logs``: the run's shared :class:`~hookline.integrations.keras_logs.KerasLogBook`.
+
+Keras method          called at
+====================  =====================================================
+on_train_begin        ``before_train``
+on_epoch_begin        ``before_train_epoch``
+on_train_batch_begin  ``before_train_iter`` (``on_batch_begin`` too)
+on_train_batch_end    ``after_train_iter`` (``on_batch_end`` too)
+on_epoch_end          after the epoch *and its validation* (``val_*`` in logs)
+on_test_begin/end     around each validation and test pass
+on_test_batch_*       around each validation and test step
+on_train_end          ``after_train``
+====================  =====================================================
+
+Callbacks that need Keras's own saving or a Keras optimizer are refused with
+one ``ConfigError`` naming the hookline equivalent (:data:`REFUSED`). This
+module imports no Keras; ``KERAS_BACKEND`` defaults to ``torch`` when it is
+imported first (Keras reads it at its own import).
+
+Example::
+
+    >>> from hookline.integrations.keras import keras_methods
+    >>> class Stop:
+    ...     def on_epoch_end(self, epoch, logs=None):
+    ...         pass
+    >>> sorted(keras_methods(Stop()))
+    ['on_epoch_end']
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from hookline.core import ConfigError
+from hookline.engine.hook import STAGES, Hook
+
+from ._detect import class_named, is_keras_callback
+from .keras_logs import KerasLogBook
+from .keras_model import KerasModel
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
+
+os.environ.setdefault("KERAS_BACKEND", "torch")
+
+__all__ = ["REFUSED", "KerasCallbackHook", "keras_methods", "wrap_keras_callback"]
+
+#: Keras callbacks a hookline run cannot host, and what to use instead
+REFUSED = {
+    "ModelCheckpoint": "it saves a Keras model (model.save / save_weights in .keras / .weights.h5 "
+                       "files); use hookline's CheckpointHook: {'type': 'CheckpointHook', "
+                       "'interval': 1, 'save_best': 'val_loss', 'rule': 'less'}",
+    "BackupAndRestore": "it backs up and restores a Keras model's variables; hookline runs "
+                        "resume exactly from their own checkpoints: keep CheckpointHook and pass "
+                        "resume='auto' (hookline train ... --resume auto)",
+    "OrbaxCheckpoint": "it saves a Keras model with Orbax; use hookline's CheckpointHook",
+    "TensorBoard": "it writes through TensorFlow's summary ops; use hookline's "
+                   "TensorboardLoggerHook ({'type': 'TensorboardLoggerHook'})",
+    "SwapEMAWeights": "it swaps the EMA weights of a Keras optimizer (use_ema=True); use "
+                      "hookline's EMAHook, which validates with the averaged weights",
+}
+
+# Keras method -> the stages it needs (on_epoch_end waits for the epoch's validation)
+_STAGES: dict[str, tuple[str, ...]] = {
+    "on_train_begin": ("before_train",),
+    "on_train_end": ("after_train",),
+    "on_epoch_begin": ("before_train_epoch",),
+    "on_epoch_end": ("after_train_epoch", "after_val_epoch", "after_train"),
+    "on_train_batch_begin": ("before_train_iter",),
+    "on_train_batch_end": ("after_train_iter",),
+    "on_test_begin": ("before_val", "before_test"),
+    "on_test_end": ("after_val_epoch", "after_test_epoch"),
+    "on_test_batch_begin": ("before_val_iter", "before_test_iter"),
+    "on_test_batch_end": ("after_val_iter", "after_test_iter"),
+}
+# Keras 2 names: Keras's Callback forwards on_train_batch_* to them
+_ALIASES = {"on_batch_begin": "on_train_batch_begin", "on_batch_end": "on_train_batch_end"}
+
+
+def _does_something(callback: Any, name: str) -> bool:
+    method = getattr(callback, name, None)
+    if not callable(method):
+        return False
+    return not getattr(method, "_is_default", False)  # keras.utils.default marks the no-ops
+
+
+def keras_methods(callback: Any) -> frozenset[str]:
+    """The Keras methods ``callback`` implements (a no-op default of ``keras.callbacks.Callback``
+    does not count; a Keras 2 alias counts as its ``on_train_batch_*`` method)."""
+    names = {name for name in _STAGES if _does_something(callback, name)}
+    names.update(target for alias, target in _ALIASES.items() if _does_something(callback, alias))
+    return frozenset(names)
+
+
+def check_keras_callback(callback: Any) -> None:
+    """A :class:`ConfigError` naming the hookline equivalent for callbacks a run cannot host."""
+    for name, why in REFUSED.items():
+        if class_named(callback, name, ("keras",)):
+            raise ConfigError(f"keras.callbacks.{name} cannot run in a hookline Runner: {why}")
+
+
+class KerasCallbackHook(Hook):
+    """Runs one Keras callback at the Runner's stages (see the module docstring)."""
+
+    priority = "NORMAL"
+
+    def __init__(self, callback: Any, book: KerasLogBook, runner: Runner) -> None:
+        check_keras_callback(callback)
+        self.callback = callback
+        self.book = book
+        self.model = KerasModel(runner)
+        self.methods = keras_methods(callback)
+        self._calls = {name: self._resolve(name) for name in self.methods}
+        self._seen = book.serial  # epochs published before this callback joined are not its own
+        self._stages = {"before_train"}.union(*(_STAGES[m] for m in self.methods))
+        self._attach(runner)
+        _check_monitor(callback)
+
+    def _resolve(self, name: str) -> Any:
+        method = getattr(self.callback, name, None)
+        if callable(method) and not getattr(method, "_is_default", False):
+            return method
+        if is_keras_callback(self.callback) and callable(method):
+            return method  # Keras's default forwards to the Keras 2 alias
+        alias = next(a for a, target in _ALIASES.items() if target == name)
+        return getattr(self.callback, alias)
+
+    def _attach(self, runner: Runner) -> None:
+        """``set_model`` / ``set_params`` (or the attributes, for plain objects)."""
+        params = _params(runner)
+        for setter, attr, value in (("set_model", "model", self.model),
+                                    ("set_params", "params", params)):
+            method = getattr(self.callback, setter, None)
+            if callable(method):
+                method(value)
+            else:
+                try:
+                    setattr(self.callback, attr, value)
+                except AttributeError:
+                    pass  # a read-only attribute of a duck-typed callback: it reads its own
+
+    @property
+    def state_key(self) -> str:
+        return f"keras:{type(self.callback).__name__}"
+
+    def triggered_stages(self) -> list[str]:
+        return [stage for stage in STAGES if stage in self._stages]
+
+    def __repr__(self) -> str:
+        return f"KerasCallbackHook({type(self.callback).__name__})"
+
+    def _call(self, name: str, *args: Any) -> None:
+        method = self._calls.get(name)
+        if method is not None:
+            method(*args)
+
+    def _report_epoch(self) -> None:
+        book = self.book
+        if book.serial != self._seen and book.epoch_logs is not None:
+            self._seen = book.serial
+            self._call("on_epoch_end", book.epoch, book.epoch_logs)
+
+    # -- training ------------------------------------------------------------------------------
+    def before_train(self, runner: Runner) -> None:
+        self._attach(runner)  # the loader (steps) may have changed since registration
+        self._seen = self.book.serial
+        self._call("on_train_begin", {})
+
+    def before_train_epoch(self, runner: Runner) -> None:
+        self._call("on_epoch_begin", runner.epoch if runner.by_epoch else 0, {})
+
+    def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
+        self._call("on_train_batch_begin", batch_idx, {})
+
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
+                         outputs: Any = None) -> None:
+        self._call("on_train_batch_end", batch_idx, self.book.train_batch_logs())
+
+    def after_train_epoch(self, runner: Runner) -> None:
+        self._report_epoch()
+
+    def after_train(self, runner: Runner) -> None:
+        self._report_epoch()
+        self._call("on_train_end", self.book.train_end_logs)
+
+    # -- validation and test -------------------------------------------------------------------------
+    def before_val(self, runner: Runner) -> None:
+        self._call("on_test_begin", {})
+
+    def before_test(self, runner: Runner) -> None:
+        self._call("on_test_begin", {})
+
+    def before_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
+        self._call("on_test_batch_begin", batch_idx, {})
+
+    def before_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
+        self._call("on_test_batch_begin", batch_idx, {})
+
+    def after_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
+                       outputs: Any = None) -> None:
+        self._call("on_test_batch_end", batch_idx, self.book.test_batch_logs())
+
+    def after_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
+                        outputs: Any = None) -> None:
+        self._call("on_test_batch_end", batch_idx, self.book.test_batch_logs())
+
+    def after_val_epoch(self, runner: Runner, metrics: Mapping[str, float] | None = None) -> None:
+        self._call("on_test_end", self.book.test_logs)
+        self._report_epoch()
+
+    def after_test_epoch(self, runner: Runner, metrics: Mapping[str, float] | None = None) -> None:
+        self._call("on_test_end", self.book.test_logs)
+
+
+def _params(runner: Runner) -> dict[str, Any]:
+    """Keras's ``callback.params`` for this run."""
+    if runner.by_epoch:
+        loader = runner.train_dataloader
+        steps = len(loader) if loader is not None else None
+        return {"verbose": "auto", "epochs": runner.max_epochs, "steps": steps}
+    return {"verbose": "auto", "epochs": 1, "steps": runner.max_iters}
+
+
+def _check_monitor(callback: Any) -> None:
+    """A ``mode="auto"`` monitor (EarlyStopping, ReduceLROnPlateau) learns its direction now, as
+    Keras would at the first epoch end: a metric of unknown direction is refused here."""
+    if getattr(callback, "monitor_op", 0) is None and callable(
+            getattr(callback, "_set_monitor_op", None)):
+        try:
+            callback._set_monitor_op()  # noqa: SLF001  (Keras's own first step, taken early)
+        except ValueError as exc:
+            raise ConfigError(f"{type(callback).__name__}(monitor={callback.monitor!r}): {exc} "
+                              "(hookline knows a metric's direction when its name is one of "
+                              "Keras's, e.g. 'accuracy')") from None
+
+
+def wrap_keras_callback(callback: Any, runner: Runner) -> KerasCallbackHook:
+    """The hook that runs ``callback`` in ``runner`` (the ``keras`` adapter's ``wrap``)."""
+    for hook in runner.hooks.hooks:
+        if isinstance(hook, KerasCallbackHook) and hook.callback is callback:
+            raise ConfigError(f"{type(callback).__name__} is already registered with this Runner")
+    return KerasCallbackHook(callback, KerasLogBook.of(runner), runner)

@@ -1,0 +1,306 @@
+"""``KerasLogBook``: the ``logs`` every Keras callback of a run shares, built as ``Model.fit`` builds them.
+
+One book per Runner (registered with the first Keras callback, at priority
+``HIGHEST`` so it is up to date before any callback reads it):
+
+- per training batch: the running means, over the epoch so far, of the step's
+  scalar outputs (``loss`` ...) and of the Runner's ``metrics`` computed on
+  the training batches, each weighted by the batch size as Keras weights them;
+- per epoch: those means at the epoch's end plus the validation metrics as
+  ``val_<name>``, reported after the epoch's validation;
+- per validation or test batch: running means of the step outputs; at the
+  end of the pass, its metrics.
+
+Like Keras's ``CallbackList``, every callback gets the same ``logs`` object of
+a step, so what one callback adds (``ReduceLROnPlateau`` adds
+``learning_rate``) the callbacks after it see. Values stay device tensors
+until a callback reads them (:class:`~hookline.hooks.keras.Logs`): the book
+adds no host-device sync.
+
+Train metrics: each of ``runner.metrics`` is computed on every training batch
+from the model's output (a forward hook keeps the last output of the step)
+and the batch's targets (``(inputs, targets)`` batches; a step whose outputs
+hold ``preds`` and ``targets`` gives those), under its own name; a
+torchmetrics metric is a private copy, updated per batch. ``KerasLogBook(
+train_metrics=False)`` registered before the callbacks turns this off.
+
+Example::
+
+    >>> book = KerasLogBook()
+    >>> book.priority, book.triggered_stages()[:2]
+    ('HIGHEST', ['before_train', 'before_train_epoch'])
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from hookline.engine.hook import Hook
+from hookline.hooks.keras import Logs, _Means
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
+
+__all__ = ["KerasLogBook", "batch_size"]
+
+
+def batch_size(data_batch: Any, outputs: Any = None) -> int:
+    """Samples in a batch (the first dimension of its targets or first tensor); 1 if unknown.
+
+    Example::
+
+        >>> batch_size((torch.zeros(5, 3), torch.zeros(5)))
+        5
+    """
+    if isinstance(outputs, Mapping) and isinstance(outputs.get("targets"), torch.Tensor):
+        targets = outputs["targets"]
+        return int(targets.shape[0]) if targets.dim() else 1
+    stack = [data_batch]
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, torch.Tensor):
+            return int(item.shape[0]) if item.dim() else 1
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return 1
+
+
+def _sorted(values: Mapping[str, Any]) -> Logs:
+    """Keras sorts the keys of every ``logs`` it hands out (``pythonify_logs``)."""
+    return Logs({key: values[key] for key in sorted(values)})
+
+
+class _TrainMetrics:
+    """The Runner's metrics computed on training batches, as running, batch-size-weighted means."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.metrics: dict[str, Any] = {}
+        for name, metric in (getattr(runner, "metrics", None) or {}).items():
+            stateful = hasattr(metric, "update") and hasattr(metric, "compute")
+            self.metrics[name] = copy.deepcopy(metric) if stateful else metric
+        self.preds: Any = None
+        self.capturing = False
+        self.handle = runner.model.register_forward_hook(self._keep) if self.metrics else None
+
+    def _keep(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        if self.capturing:
+            self.preds = output
+
+    def values(self, data_batch: Any, outputs: Any) -> dict[str, Any]:
+        """This batch's metric values (device tensors), or {} without predictions and targets."""
+        preds, self.preds = self.preds, None
+        targets = None
+        if isinstance(outputs, Mapping) and "preds" in outputs and "targets" in outputs:
+            preds, targets = outputs["preds"], outputs["targets"]
+        elif isinstance(data_batch, (list, tuple)) and len(data_batch) == 2:
+            targets = data_batch[1]
+        if not isinstance(preds, torch.Tensor) or not isinstance(targets, torch.Tensor):
+            return {}
+        preds = preds.detach()
+        found: dict[str, Any] = {}
+        for name, metric in self.metrics.items():
+            if hasattr(metric, "update") and hasattr(metric, "compute"):
+                metric.update(preds, targets)  # read as metric.compute() (see running)
+            else:
+                found[name] = metric(preds, targets)
+        return found
+
+    def running(self) -> dict[str, Any]:
+        """The stateful (torchmetrics) metrics' values over the epoch so far."""
+        found = {}
+        for name, metric in self.metrics.items():
+            if hasattr(metric, "update") and hasattr(metric, "compute") \
+                    and getattr(metric, "update_count", 1) > 0:
+                found[name] = metric.compute()
+        return found
+
+    def reset(self) -> None:
+        for metric in self.metrics.values():
+            if hasattr(metric, "reset"):
+                metric.reset()
+
+    def remove(self) -> None:
+        if self.handle is not None:
+            self.handle.remove()
+            self.handle = None
+
+
+class KerasLogBook(Hook):
+    """The shared ``logs`` of the Keras callbacks of one Runner (see the module docstring)."""
+
+    priority = "HIGHEST"
+
+    def __init__(self, train_metrics: bool = True) -> None:
+        self.train_metrics = bool(train_metrics)
+        self._train = _Means()
+        self._test = _Means()
+        self._metrics: _TrainMetrics | None = None
+        self._batch_logs: Logs | None = None
+        self._test_batch_logs: Logs | None = None
+        self._resumed = False
+        #: the epoch being reported: its index, logs, whether its validation is still to come
+        self.epoch = 0
+        self.epoch_logs: Logs | None = None
+        self._epoch_values: dict[str, Any] = {}
+        self.pending_val = False
+        #: counts epochs whose ``logs`` are final; a callback reports each serial once
+        self.serial = 0
+        #: the last reported epoch's logs, as published (``on_train_end`` gets them, without what
+        #: callbacks added), and the logs of the last val/test pass
+        self.last_logs: Logs | None = None
+        self.train_end_logs: Logs = Logs()
+        self.test_logs: Logs = Logs()
+
+    @classmethod
+    def of(cls, runner: Runner) -> KerasLogBook:
+        """The runner's book, registered now if it has none."""
+        for hook in runner.hooks.hooks:
+            if isinstance(hook, cls):
+                return hook
+        book = cls()
+        runner.register_hook(book)
+        return book
+
+    # -- what callbacks read -------------------------------------------------------------------
+    def train_batch_logs(self) -> Logs:
+        """The running means of this epoch, up to the batch that just ended (built once per step)."""
+        if self._batch_logs is None:
+            values: dict[str, Any] = dict(self._train.means())
+            if self._metrics is not None:
+                values.update(self._metrics.running())
+            self._batch_logs = _sorted(values)
+        return self._batch_logs
+
+    def test_batch_logs(self) -> Logs:
+        if self._test_batch_logs is None:
+            self._test_batch_logs = _sorted(self._test.means())
+        return self._test_batch_logs
+
+    # -- training --------------------------------------------------------------------------------
+    def before_train(self, runner: Runner) -> None:
+        if not self._resumed:
+            self._train = _Means()
+        self._resumed = False
+        self.epoch_logs, self.last_logs, self.pending_val = None, None, False
+        self.train_end_logs = Logs()
+        if self.train_metrics and self._metrics is None:
+            self._metrics = _TrainMetrics(runner)
+            if not self._metrics.metrics:
+                self._metrics = None
+
+    def before_train_epoch(self, runner: Runner) -> None:
+        self._batch_logs = None
+
+    def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
+        if self._metrics is not None:
+            self._metrics.capturing = True
+
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
+                         outputs: Any = None) -> None:
+        weight = batch_size(data_batch, outputs)
+        self._train.add(outputs, weight)
+        if self._metrics is not None:
+            self._metrics.capturing = False
+            values = self._metrics.values(data_batch, outputs)
+            if values:
+                count = self._train.count
+                self._train.add(values, weight)
+                self._train.count = count  # one count per sample, shared by all keys
+        self._batch_logs = None
+
+    def after_train_epoch(self, runner: Runner) -> None:
+        self._finish_train_epoch(runner)
+        if not runner.by_epoch:  # the run is one epoch; its validation came before
+            val_loop = runner.val_loop
+            self._add_val(val_loop.last_metrics if val_loop is not None else {})
+            self._publish()
+            return
+        loop = runner.train_loop
+        self.pending_val = loop is not None and loop.val_due_after_epoch(runner.epoch + 1)
+        if not self.pending_val:
+            self._publish()
+
+    def _finish_train_epoch(self, runner: Runner) -> None:
+        values: dict[str, Any] = dict(self._train.means())
+        if self._metrics is not None:
+            values.update(self._metrics.running())
+            self._metrics.reset()
+        self.epoch = runner.epoch if runner.by_epoch else 0
+        self._epoch_values = values
+        self._train = _Means()
+        self._batch_logs = None
+
+    def _add_val(self, metrics: Mapping[str, Any] | None) -> None:
+        for key, value in (metrics or {}).items():
+            self._epoch_values[f"val_{key}"] = value
+
+    def _publish(self) -> None:
+        self.epoch_logs = _sorted(self._epoch_values)
+        self.last_logs = self.epoch_logs
+        self.train_end_logs = _sorted(self._epoch_values)
+        self.pending_val = False
+        self.serial += 1
+
+    def after_train(self, runner: Runner) -> None:
+        if self.pending_val:  # stopped before the epoch's validation
+            self._publish()
+        elif self._train.count:  # stopped inside an epoch: Keras still reports it
+            self._finish_train_epoch(runner)
+            self._publish()
+        if self._metrics is not None:
+            self._metrics.remove()
+            self._metrics = None
+
+    def on_exception(self, runner: Runner, exception: BaseException) -> None:
+        if self._metrics is not None:
+            self._metrics.remove()
+            self._metrics = None
+
+    # -- validation and test ---------------------------------------------------------------------
+    def _begin_pass(self) -> None:
+        self._test = _Means()
+        self._test_batch_logs = None
+
+    def before_val(self, runner: Runner) -> None:
+        self._begin_pass()
+
+    def before_test(self, runner: Runner) -> None:
+        self._begin_pass()
+
+    def _after_pass_iter(self, data_batch: Any, outputs: Any) -> None:
+        self._test.add(outputs, batch_size(data_batch, outputs))
+        self._test_batch_logs = None
+
+    def after_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
+                       outputs: Any = None) -> None:
+        self._after_pass_iter(data_batch, outputs)
+
+    def after_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
+                        outputs: Any = None) -> None:
+        self._after_pass_iter(data_batch, outputs)
+
+    def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
+        self.test_logs = _sorted(dict(metrics or {}))
+        if self.pending_val:
+            self._add_val(metrics)
+            self._publish()
+
+    def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
+        self.test_logs = _sorted(dict(metrics or {}))
+
+    # -- an epoch cut by a checkpoint resumes with its running means --------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        if not self._train.count:
+            return {}
+        return {"train_means": self._train.state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if "train_means" in state:
+            self._train.load(state["train_means"])
+            self._resumed = True

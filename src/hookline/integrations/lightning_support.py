@@ -1,0 +1,149 @@
+"""What the Lightning ``trainer`` facade of a hookline run is made of: its ``state``,
+``strategy``, logger and loop counters, and the ``pl_module`` around the model.
+
+Example::
+
+    >>> from types import SimpleNamespace
+    >>> strategy = Strategy(SimpleNamespace(device="cpu"))
+    >>> strategy.root_device, strategy.broadcast(True), strategy.reduce_boolean_decision(False)
+    ('cpu', True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:
+    from .lightning_trainer import LightningTrainer
+
+__all__ = ["Progress", "RunLogger", "State", "Strategy", "make_module"]
+
+
+class State:
+    """``trainer.state``: ``fn`` ("fit", "validate", "test") and ``stage`` ("train" ...)."""
+
+    def __init__(self) -> None:
+        self.fn, self.stage = "fit", "train"
+
+
+class Strategy:
+    """What callbacks ask of ``trainer.strategy`` on one process of a hookline run."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner = runner
+
+    @property
+    def root_device(self) -> torch.device:
+        device: torch.device = self.runner.device
+        return device
+
+    def broadcast(self, obj: Any, src: int = 0) -> Any:
+        return obj  # every rank of a hookline run takes the same stop decisions
+
+    def reduce_boolean_decision(self, decision: bool, all: bool = True) -> bool:
+        return decision
+
+    def barrier(self, name: str | None = None) -> None:
+        return None
+
+    def reduce(self, value: Any, *args: Any, **kwargs: Any) -> Any:
+        return value
+
+
+class RunLogger:
+    """``trainer.logger``: metrics go to ``runner.visualizer`` (``vis_data/scalars.json``) and
+    ``trainer.logged_metrics``."""
+
+    name = "hookline"
+    version = 0
+
+    def __init__(self, trainer: LightningTrainer) -> None:
+        self.trainer = trainer
+
+    @property
+    def save_dir(self) -> str:
+        return self.trainer.log_dir
+
+    log_dir = save_dir
+
+    def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+        self.trainer.logged_metrics.update(metrics)
+        runner = self.trainer.runner
+        if runner is not None:
+            runner.visualizer.add_scalars(dict(metrics), step=int(step or 0))
+
+    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def save(self) -> None:
+        return None
+
+    def finalize(self, status: str) -> None:
+        return None
+
+
+class Progress:
+    """The few loop counters Lightning's callbacks read (``fit_loop.epoch_loop``)."""
+
+    def __init__(self, trainer: LightningTrainer) -> None:
+        self.trainer = trainer
+
+    @property
+    def epoch_loop(self) -> Progress:
+        return self
+
+    @property
+    def _batches_that_stepped(self) -> int:
+        return self.trainer.global_step
+
+    @property
+    def should_update_logs(self) -> bool:
+        every = self.trainer.log_every_n_steps
+        return every > 0 and (self.trainer.global_step + 1) % every == 0
+
+
+def make_module(runner: Any, trainer: LightningTrainer) -> Any:
+    """A ``LightningModule`` around ``runner.model`` whose ``trainer`` is ``trainer``."""
+    import lightning.pytorch as pl  # noqa: PLC0415  (a Lightning callback is being registered)
+
+    class HooklineModule(pl.LightningModule):
+        """``runner.model`` as Lightning's callbacks expect a module to be."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.module = runner.model
+            self.automatic_optimization = not hasattr(runner.model, "train_step")
+
+        def forward(self, *args: Any, **kwargs: Any) -> Any:
+            return self.module(*args, **kwargs)
+
+        @property
+        def device(self) -> torch.device:  # type: ignore[override]
+            device: torch.device = runner.device
+            return device
+
+        def log(self, name: str, value: Any, *args: Any,  # type: ignore[override]
+                **kwargs: Any) -> None:
+            value = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+            trainer.callback_metrics[name] = value.detach()
+            trainer.logged_metrics[name] = value.detach()
+
+        def log_dict(self, dictionary: Mapping[str, Any], *args: Any,  # type: ignore[override]
+                     **kwargs: Any) -> None:
+            for name, value in dictionary.items():
+                self.log(name, value)
+
+        def __getattr__(self, name: str) -> Any:
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                if name == "module":
+                    raise
+                return getattr(super().__getattr__("module"), name)
+
+    module = HooklineModule()
+    module.trainer = trainer  # type: ignore[assignment]  # the facade stands in for a Trainer
+    return module

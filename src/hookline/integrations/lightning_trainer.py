@@ -1,0 +1,324 @@
+"""``trainer`` and ``pl_module`` of Lightning callbacks in a hookline run.
+
+:class:`LightningTrainer` is one hook per Runner (registered with the first
+Lightning callback, priority ``HIGHEST``) that is also the ``trainer`` every
+Lightning callback of the run gets. It keeps what Lightning's own callbacks
+read up to date:
+
+- ``current_epoch`` / ``global_step`` (``runner.epoch`` / ``runner.iter``),
+  ``max_epochs``, ``max_steps`` (``max_iters`` in iteration-based runs, else
+  -1), ``estimated_stepping_batches``, ``num_training_batches``;
+- ``should_stop`` (read/write: ``runner.stop_training``);
+- ``callback_metrics``: the training step's scalar outputs under their names
+  (``loss`` ...), validation metrics as ``val_<name>``, test metrics as
+  ``test_<name>`` (device tensors, no sync), plus what ``pl_module.log``
+  and the loggers received; ``logged_metrics``: the latter;
+- ``optimizers``, ``lr_scheduler_configs`` (the Runner's schedulers),
+  ``accumulate_grad_batches`` (read/write: the optimizer wrapper's
+  ``accumulative_counts``, from the next epoch on);
+- ``is_global_zero``, ``world_size``, ``global_rank``, ``log_dir`` /
+  ``default_root_dir`` (``work_dir``), ``strategy`` (``root_device``,
+  ``broadcast``, ``reduce_boolean_decision``), ``loggers`` (one logger
+  writing to ``runner.visualizer``), ``state.fn`` / ``state.stage``,
+  ``training`` / ``validating`` / ``testing``, ``sanity_checking`` (False).
+
+``pl_module`` is a ``LightningModule`` around ``runner.model`` (its
+parameters, and its attributes by name); ``pl_module.log`` and
+``log_dict`` write ``callback_metrics``. The backward and optimizer hooks
+(``on_before_backward`` ...) run from the optimizer wrapper's ``backward``,
+``step`` and ``zero_grad`` while training runs.
+
+Example::
+
+    >>> trainer = LightningTrainer()
+    >>> trainer.priority, trainer.sanity_checking, trainer.state.fn
+    ('HIGHEST', False, 'fit')
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from hookline.core import HookError
+from hookline.engine.hook import Hook
+
+from .lightning_support import Progress, RunLogger, State, Strategy, make_module
+
+if TYPE_CHECKING:
+    from hookline.engine.runner import Runner
+
+__all__ = ["OPTIMIZER_METHODS", "LightningTrainer"]
+
+#: Lightning callback methods called from inside the optimizer wrapper
+OPTIMIZER_METHODS = ("on_before_backward", "on_after_backward", "on_before_optimizer_step",
+                     "on_before_zero_grad")
+
+
+class LightningTrainer(Hook):
+    """The ``trainer`` of the Lightning callbacks of one Runner (see the module docstring)."""
+
+    priority = "HIGHEST"
+    sanity_checking = False
+    fast_dev_run = False
+    received_sigterm = False
+    interrupted = False
+    predicting = False
+    num_nodes = 1
+    node_rank = 0
+    val_check_interval = 1.0
+
+    def __init__(self) -> None:
+        self.runner: Any = None
+        self.state = State()
+        self.training = self.validating = self.testing = False
+        self.callback_metrics: dict[str, Any] = {}
+        self.logged_metrics: dict[str, Any] = {}
+        self.progress_bar_metrics: dict[str, Any] = {}
+        self.lightning_module: Any = None
+        self.callbacks: list[Any] = []
+        self.loggers: list[RunLogger] = [RunLogger(self)]
+        self.fit_loop = self._logger_connector = Progress(self)
+        #: the adapters whose callback has an optimizer method, in registration order
+        self.optimizer_listeners: list[Any] = []
+        self._patched: list[Any] = []
+        self._finishing: int | None = None  # the epoch whose end (validation ...) is under way
+
+    @classmethod
+    def of(cls, runner: Runner) -> LightningTrainer:
+        """The runner's trainer facade, registered now if it has none."""
+        for hook in runner.hooks.hooks:
+            if isinstance(hook, cls):
+                return hook
+        trainer = cls()
+        trainer.runner = runner
+        trainer.strategy = Strategy(runner)
+        trainer.lightning_module = make_module(runner, trainer)
+        runner.register_hook(trainer)
+        return trainer
+
+    strategy: Any = None
+
+    # -- what Lightning callbacks read -----------------------------------------------------------
+    @property
+    def model(self) -> Any:
+        return self.lightning_module
+
+    @property
+    def logger(self) -> RunLogger:
+        return self.loggers[0]
+
+    @property
+    def current_epoch(self) -> int:
+        """Lightning's: the epoch in progress until its validation and ``on_train_epoch_end``
+        are over (``runner.epoch`` already counts it once its training batches are done)."""
+        if self._finishing is not None:
+            return self._finishing
+        return int(self.runner.epoch)
+
+    @property
+    def global_step(self) -> int:
+        return int(self.runner.iter)
+
+    @property
+    def max_epochs(self) -> int:
+        return int(self.runner.max_epochs or -1)
+
+    @property
+    def max_steps(self) -> int:
+        return -1 if self.runner.by_epoch else int(self.runner.max_iters)
+
+    @property
+    def min_epochs(self) -> None:
+        return None
+
+    @property
+    def should_stop(self) -> bool:
+        return bool(self.runner.stop_training)
+
+    @should_stop.setter
+    def should_stop(self, value: bool) -> None:
+        self.runner.stop_training = bool(value)
+
+    @property
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        wrapper = self.runner.optim_wrapper
+        if wrapper is None:
+            return []
+        if hasattr(wrapper, "values"):  # OptimWrapperDict
+            return [w.optimizer for w in wrapper.values()]
+        return [wrapper.optimizer]
+
+    @property
+    def lr_scheduler_configs(self) -> list[Any]:
+        from lightning.pytorch.utilities.types import LRSchedulerConfig  # noqa: PLC0415
+        return [LRSchedulerConfig(scheduler, interval="epoch" if by_epoch else "step",
+                                  reduce_on_plateau=isinstance(
+                                      scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau))
+                for scheduler, by_epoch in self.runner.param_schedulers]
+
+    @property
+    def accumulate_grad_batches(self) -> int:
+        return int(getattr(self.runner.optim_wrapper, "accumulative_counts", 1))
+
+    @accumulate_grad_batches.setter
+    def accumulate_grad_batches(self, value: int) -> None:
+        wrapper = self.runner.optim_wrapper
+        for inner in (wrapper.values() if hasattr(wrapper, "values") else [wrapper]):
+            inner.accumulative_counts = int(value)
+
+    @property
+    def estimated_stepping_batches(self) -> int:
+        accumulate = self.accumulate_grad_batches
+        if self.runner.by_epoch:
+            per_epoch = math.ceil(self.num_training_batches / accumulate)
+            return int(per_epoch * self.runner.max_epochs)
+        return math.ceil(int(self.runner.max_iters) / accumulate)
+
+    @property
+    def num_training_batches(self) -> int:
+        loader = self.runner.train_dataloader
+        return len(loader) if loader is not None else 0
+
+    @property
+    def num_val_batches(self) -> list[int]:
+        loader = self.runner.val_dataloader
+        return [len(loader)] if loader is not None else []
+
+    @property
+    def num_test_batches(self) -> list[int]:
+        loader = self.runner.test_dataloader
+        return [len(loader)] if loader is not None else []
+
+    @property
+    def check_val_every_n_epoch(self) -> int | None:
+        return int(self.runner.val_interval or 1) if self.runner.by_epoch else None
+
+    @property
+    def log_every_n_steps(self) -> int:
+        logger = self.runner.hooks.by_key().get("logger")
+        return int(getattr(logger, "interval", 50))
+
+    @property
+    def is_global_zero(self) -> bool:
+        return bool(self.runner.rank == 0)
+
+    @property
+    def global_rank(self) -> int:
+        return int(self.runner.rank)
+
+    local_rank = global_rank
+
+    @property
+    def world_size(self) -> int:
+        return int(self.runner.world_size)
+
+    @property
+    def num_devices(self) -> int:
+        return 1
+
+    @property
+    def log_dir(self) -> str:
+        return str(self.runner.work_dir)
+
+    default_root_dir = log_dir
+
+    def save_checkpoint(self, filepath: Any, weights_only: bool = False,
+                        storage_options: Any = None) -> None:
+        """A hookline checkpoint of the run at ``filepath`` (``weights_only``: no optimizer)."""
+        self.runner.save_checkpoint(filepath, save_optimizer=not weights_only)
+
+    def __repr__(self) -> str:
+        return "LightningTrainer()"
+
+    # -- keeping it current ------------------------------------------------------------------------
+    def _mode(self, fn: str, stage: str) -> None:
+        self.state.fn, self.state.stage = fn, stage
+        self.training, self.validating, self.testing = (stage == "train", stage == "validate",
+                                                        stage == "test")
+
+    def before_train(self, runner: Runner) -> None:
+        self._mode("fit", "train")
+        self._finishing = None
+        if self.optimizer_listeners:
+            self._patch(runner.optim_wrapper)
+
+    def before_train_epoch(self, runner: Runner) -> None:
+        self._finishing = None
+
+    def after_train_epoch(self, runner: Runner) -> None:
+        self._finishing = runner.epoch if runner.by_epoch else None
+
+    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
+                         outputs: Any = None) -> None:
+        if isinstance(outputs, Mapping):
+            for key, value in outputs.items():
+                if isinstance(value, torch.Tensor) and value.numel() == 1:
+                    self.callback_metrics[key] = value.detach().reshape(())
+
+    def before_val(self, runner: Runner) -> None:
+        self._mode("fit" if self.training else "validate", "validate")
+
+    def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
+        self._metrics("val", metrics)
+
+    def after_val(self, runner: Runner) -> None:
+        if self.state.fn == "fit":
+            self._mode("fit", "train")
+
+    def before_test(self, runner: Runner) -> None:
+        self._mode("test", "test")
+
+    def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
+        self._metrics("test", metrics)
+
+    def after_train(self, runner: Runner) -> None:
+        self._unpatch()
+        self._finishing = None
+        self.training = False
+
+    def on_exception(self, runner: Runner, exception: BaseException) -> None:
+        self._unpatch()
+
+    def _metrics(self, prefix: str, metrics: Mapping[str, Any] | None) -> None:
+        for key, value in (metrics or {}).items():
+            self.callback_metrics[f"{prefix}_{key}"] = torch.as_tensor(value)
+
+    # -- the optimizer hooks -------------------------------------------------------------------------
+    def _fire(self, method: str, *args: Any) -> None:
+        for adapter in self.optimizer_listeners:
+            if method in adapter.methods:
+                try:
+                    getattr(adapter.callback, method)(self, self.lightning_module, *args)
+                except Exception as exc:
+                    raise HookError(adapter, method, exc) from exc
+
+    def _patch(self, wrapper: Any) -> None:
+        for inner in (wrapper.values() if hasattr(wrapper, "values") else [wrapper]):
+            backward, step, zero_grad = inner.backward, inner.step, inner.zero_grad
+            inner.backward = self._around(backward, "on_before_backward", "on_after_backward")
+            inner.step = self._before(step, "on_before_optimizer_step", inner.optimizer)
+            inner.zero_grad = self._before(zero_grad, "on_before_zero_grad", inner.optimizer)
+            self._patched.append(inner)
+
+    def _around(self, backward: Callable[..., None], before: str, after: str) -> Callable[..., None]:
+        def patched(loss: torch.Tensor, **kwargs: Any) -> None:
+            self._fire(before, loss)
+            backward(loss, **kwargs)
+            self._fire(after)
+        return patched
+
+    def _before(self, call: Callable[..., None], method: str, optimizer: Any) -> Callable[..., None]:
+        def patched(**kwargs: Any) -> None:
+            self._fire(method, optimizer)
+            call(**kwargs)
+        return patched
+
+    def _unpatch(self) -> None:
+        for inner in self._patched:
+            for name in ("backward", "step", "zero_grad"):
+                inner.__dict__.pop(name, None)
+        self._patched = []

@@ -1,0 +1,3 @@
+from .detector import ToyDetector, ToyTeacherStudent
+
+__all__ = ['ToyDetector', 'ToyTeacherStudent']

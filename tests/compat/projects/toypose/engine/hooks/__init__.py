@@ -1,0 +1,3 @@
+from .sync_norm_hook import SyncNormHook
+
+__all__ = ['SyncNormHook']

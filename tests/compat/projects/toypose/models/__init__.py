@@ -1,0 +1,3 @@
+from .ema import ExpMomentumEMA
+
+__all__ = ['ExpMomentumEMA']
