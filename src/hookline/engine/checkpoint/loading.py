@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import pickle
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -111,10 +112,11 @@ def load_checkpoint_file(
 ) -> dict[str, Any]:
     """Load a hookline checkpoint with ``torch.load(..., weights_only=True)``.
 
-    With ``verify`` (the default) the file's checksum is checked first
+    With ``verify`` (the default) the file's checksum is checked
     (:func:`~hookline.engine.checkpoint.integrity.verify_file`: one extra read
-    of the file; files written without one, by earlier versions, load as
-    they are). Every failure is a :class:`CheckpointError` naming the file and the
+    of the file, done on a thread while ``torch.load`` reads a file of 4 MiB
+    or more; files written without one, by earlier versions, load as they
+    are). Every failure is a :class:`CheckpointError` naming the file and the
     reason, with the original exception as ``__cause__``: a missing file
     (:class:`CheckpointNotFoundError`, also a :class:`FileNotFoundError`), a
     checksum that does not match (a byte changed since the file was written), an
@@ -153,20 +155,56 @@ def load_checkpoint_file(
         raise CheckpointError(path, "is a directory, not a file")
     if size == 0:
         raise CheckpointError(path, "empty file (0 bytes; a save that never completed?)")
-    if verify:
-        try:
-            verify_file(path)
-        except OSError as exc:
-            raise CheckpointError(path, _describe_load_failure(exc)) from exc
+    check = _Verification(path, in_background=size >= _VERIFY_ON_THREAD) if verify else None
     try:
         obj = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except Exception as exc:
+        if check is not None:
+            check.result()  # a damaged file is reported as damaged, whatever torch.load said
         if mmap and "mmap can only be used" in str(exc):
             # an old-format (non-zip) file: load it the ordinary way
             return load_checkpoint_file(path, map_location, required_keys=required_keys,
-                                        verify=verify)
+                                        verify=False)
         raise CheckpointError(path, _describe_load_failure(exc)) from exc
+    if check is not None:
+        check.result()
     return _validate(path, obj, required_keys)
+
+
+_VERIFY_ON_THREAD = 4 << 20  # files from this size on are re-hashed while torch.load reads them
+
+
+class _Verification:
+    """:func:`verify_file` of ``path``, now, or on a thread (hashing and reading release the
+    GIL, so a large file is verified while ``torch.load`` reads it); :meth:`result` raises
+    what it found."""
+
+    def __init__(self, path: Path, *, in_background: bool) -> None:
+        self._path = path
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if in_background:
+            self._thread = threading.Thread(target=self._run, name="hookline-verify", daemon=True)
+            self._thread.start()
+        else:
+            self._run()
+
+    def _run(self) -> None:
+        try:
+            verify_file(self._path)
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+
+    def result(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+        error, self._error = self._error, None
+        if isinstance(error, CheckpointError):
+            raise error
+        if isinstance(error, OSError):
+            raise CheckpointError(self._path, _describe_load_failure(error)) from error
+        if error is not None:
+            raise error
 
 
 def _iteration_of(checkpoint: dict[str, Any]) -> int:
