@@ -24,6 +24,7 @@ _LAZY = {
     "Event": "hookline.core",
     "EventBus": "hookline.core",
     "hookable": "hookline.core",
+    "Skip": "hookline.core",
     "observed": "hookline.core",
     "observe": "hookline.core",
     "Registry": "hookline.core",
