@@ -13,8 +13,8 @@ the train loop moves it, nothing else does.
 Example::
 
     >>> from hookline.engine.loops import LOOPS
-    >>> sorted(LOOPS)
-    ['EpochBasedTrainLoop', 'IterBasedTrainLoop', 'TestLoop', 'ValLoop']
+    >>> {"EpochBasedTrainLoop", "IterBasedTrainLoop", "ValLoop", "TestLoop"} <= set(LOOPS)
+    True
 """
 
 from __future__ import annotations

@@ -115,6 +115,10 @@ def apply(runner: Runner, checkpoint: dict[str, Any], *, resume: bool, strict: b
     step = "optimizer"
     try:
         _apply_optimization(runner, checkpoint)
+        step = "param_schedulers"
+        for (scheduler, _), state in zip(runner.param_schedulers,
+                                         checkpoint.get("param_schedulers", [])):
+            scheduler.load_state_dict(state)
         for key, hook in hooks.items():
             step = f"the state of hook {key}"
             hook.load_state_dict(states[key])
@@ -144,7 +148,7 @@ def _load_weights(runner: Runner, weights: dict[str, Any], *, strict: bool) -> N
 
 
 def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
-    """Optimizer (and AMP scaler), unfinished accumulation group, schedulers."""
+    """Optimizer (and AMP scaler), and the gradients of an unfinished accumulation group."""
     wrapper = runner.optim_wrapper
     if "optimizer" in checkpoint and wrapper is not None:
         wrapper.load_state_dict(checkpoint["optimizer"])
@@ -159,9 +163,6 @@ def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
                                   "group that do not match this run's parameters: dropped")
     elif wrapper is not None:
         runner.logger.warning("checkpoint has no optimizer state: the optimizer starts fresh")
-    for (scheduler, _), state in zip(runner.param_schedulers,
-                                     checkpoint.get("param_schedulers", [])):
-        scheduler.load_state_dict(state)
 
 
 def save(runner: Runner, path: str | Path, *, save_optimizer: bool = True,
