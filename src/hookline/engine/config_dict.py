@@ -95,3 +95,22 @@ class ConfigDict(dict[str, Any]):
 
     def __repr__(self) -> str:
         return f"ConfigDict({dict.__repr__(self)})"
+
+
+def plain_arguments(**arguments: Any) -> dict[str, Any]:
+    """The arguments that are plain data (dicts, lists, numbers, strings), for ``runner.cfg``.
+
+    Example::
+
+        >>> plain_arguments(seed=0, model=object(), optimizer={"type": "SGD", "lr": 0.1})
+        {'seed': 0, 'optimizer': {'type': 'SGD', 'lr': 0.1}}
+    """
+    def plain(value: Any) -> bool:
+        if isinstance(value, Mapping):
+            return all(isinstance(k, str) and plain(v) for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return all(plain(v) for v in value)
+        return value is None or isinstance(value, (str, int, float, bool))
+
+    return {key: value for key, value in arguments.items()
+            if value is not None and plain(value)}

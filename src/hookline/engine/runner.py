@@ -38,7 +38,7 @@ from .build import build_optim_wrapper, build_schedulers
 from .checkpoint import CheckpointError, CheckpointWriter, load, resume_or_load, save
 from .checks import positive_int
 from .closure_hook import ClosureHook
-from .config_dict import ConfigDict
+from .config_dict import ConfigDict, plain_arguments
 from .data import build_dataloader
 from .default_hooks import default_hook_specs
 from .environment import destroy_at_exit, resolve_device, seed_everything
@@ -51,6 +51,7 @@ from .loops import TestLoop, TrainLoop, ValLoop, train_loop_config
 from .message_hub import MessageHub
 from .registries import DATASETS, HOOKS, LOOPS, LOSSES, MODELS
 from .run_state import RunState
+from .runner_attributes import RunnerAttributes
 from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal
 from .step import StepModule, check_contract, make_step, make_train_step
 from .visualizer import Visualizer
@@ -59,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .optim_wrapper import OptimWrapperLike
 
 
-class Runner:
+class Runner(RunnerAttributes):
     """Runs training (``train``), validation (``val``) and test (``test``) loops with hooks.
 
     See docs/engine.md for every argument; the short version: give a model,
@@ -94,7 +95,7 @@ class Runner:
         self.config = dict(config) if config is not None else None
         #: the run's config with attribute access (MMEngine's ``runner.cfg``): ``config``, or
         #: the plain-data arguments this Runner was given
-        self.cfg = ConfigDict(self.config if self.config is not None else _plain_arguments(
+        self.cfg = ConfigDict(self.config if self.config is not None else plain_arguments(
             model=model, optimizer=optimizer, optim_wrapper=optim_wrapper,
             param_scheduler=param_scheduler, train_dataloader=train_dataloader,
             val_dataloader=val_dataloader, test_dataloader=test_dataloader,
@@ -190,83 +191,6 @@ class Runner:
     def _register_default_hooks(self, overrides: Mapping[str, Any] | None) -> None:
         for key, spec in default_hook_specs(overrides).items():
             self.register_hook(spec, _default_key=key)
-
-    # -- what hooks read (MMEngine's names) -----------------------------------------------
-    @property
-    def epoch(self) -> int:
-        return self.state.epoch
-
-    @property
-    def iter(self) -> int:
-        return self.state.iter
-
-    @property
-    def by_epoch(self) -> bool:
-        """Whether training counts epochs (``max_epochs``) rather than iterations."""
-        return self.state.by_epoch
-
-    @property
-    def max_epochs(self) -> int | None:
-        return self.train_loop.max_epochs if self.train_loop is not None else None
-
-    @property
-    def max_iters(self) -> int | None:
-        return self.train_loop.max_iters if self.train_loop is not None else None
-
-    @property
-    def val_interval(self) -> int | None:
-        return self.train_loop.val_interval if self.train_loop is not None else None
-
-    @property
-    def stop_training(self) -> bool:
-        return self.state.stop_training
-
-    @stop_training.setter
-    def stop_training(self, value: bool) -> None:
-        self.state.stop_training = bool(value)
-
-    @property
-    def train_dataloader(self) -> Any:
-        return self.train_loop.dataloader if self.train_loop is not None else self._train_dataloader
-
-    @property
-    def val_dataloader(self) -> Any:
-        return self.val_loop.dataloader if self.val_loop is not None else None
-
-    @property
-    def test_dataloader(self) -> Any:
-        return self.test_loop.dataloader if self.test_loop is not None else None
-
-    @property
-    def optim_wrapper(self) -> OptimWrapperLike | None:
-        """The :class:`~hookline.engine.OptimWrapper` (or ``OptimWrapperDict``) of the run."""
-        return self._optim_wrapper
-
-    @optim_wrapper.setter
-    def optim_wrapper(self, wrapper: OptimWrapperLike | None) -> None:
-        if wrapper is not None:
-            wrapper.message_hub = self.message_hub
-        self._optim_wrapper = wrapper
-        self._train_step = None
-
-    @property
-    def optimizer(self) -> torch.optim.Optimizer | None:
-        """The optimizer of a single-optimizer run (``optim_wrapper.optimizer``)."""
-        return getattr(self._optim_wrapper, "optimizer", None)
-
-    @property
-    def grad_scaler(self) -> torch.amp.GradScaler | None:
-        """The AMP GradScaler (``optim_wrapper.loss_scaler``), when float16 AMP runs on CUDA."""
-        return getattr(self._optim_wrapper, "loss_scaler", None)
-
-    @property
-    def is_main_process(self) -> bool:
-        return self.rank == 0
-
-    def _live_info(self) -> dict[str, Any]:
-        """What ``message_hub.get_info`` reports live (MMEngine's RuntimeInfoHook keys)."""
-        return {"epoch": self.epoch, "iter": self.iter, "max_epochs": self.max_epochs,
-                "max_iters": self.max_iters}
 
     @staticmethod
     def build_dataloader(dataloader: Any, seed: int | None = None) -> Any:
@@ -472,15 +396,3 @@ class Runner:
         length = f"max_epochs={self.max_epochs}" if self.by_epoch else f"max_iters={self.max_iters}"
         return f"<Runner {type(self.model).__name__} {length} epoch={self.epoch} iter={self.iter}>"
 
-
-def _plain_arguments(**arguments: Any) -> dict[str, Any]:
-    """The arguments that are plain data (dicts, lists, numbers, strings), for ``runner.cfg``."""
-    def plain(value: Any) -> bool:
-        if isinstance(value, Mapping):
-            return all(isinstance(k, str) and plain(v) for k, v in value.items())
-        if isinstance(value, (list, tuple)):
-            return all(plain(v) for v in value)
-        return value is None or isinstance(value, (str, int, float, bool))
-
-    return {key: value for key, value in arguments.items()
-            if value is not None and plain(value)}

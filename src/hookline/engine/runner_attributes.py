@@ -1,0 +1,122 @@
+"""What hooks read on a Runner, under MMEngine's names: counters, lengths, loaders, optimizer.
+
+Every attribute here is a view: the run's position lives in ``runner.state``
+(:class:`~hookline.engine.run_state.RunState`), the lengths and loaders in the
+loops, the optimizer in ``runner.optim_wrapper``. :class:`~hookline.engine.Runner`
+inherits them; nothing here stores state of its own.
+
+Example::
+
+    >>> import tempfile, torch
+    >>> from torch.utils.data import DataLoader, TensorDataset
+    >>> from hookline.engine import Runner
+    >>> data = TensorDataset(torch.randn(32, 4), torch.randint(0, 2, (32,)))
+    >>> runner = Runner(torch.nn.Linear(4, 2), optimizer={"type": "SGD", "lr": 0.1},
+    ...                 loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=3,
+    ...                 train_dataloader=DataLoader(data, batch_size=8),
+    ...                 work_dir=tempfile.mkdtemp(), default_hooks={"logger": None})
+    >>> runner.max_epochs, runner.max_iters, runner.by_epoch, runner.epoch
+    (3, 12, True, 0)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .loops import TrainLoop, ValLoop
+    from .message_hub import MessageHub
+    from .optim_wrapper import OptimWrapperLike
+    from .run_state import RunState
+
+
+class RunnerAttributes:
+    """The read side of a Runner (see the module docstring)."""
+
+    state: RunState
+    train_loop: TrainLoop | None
+    val_loop: ValLoop | None
+    test_loop: ValLoop | None
+    message_hub: MessageHub
+    rank: int
+    _train_dataloader: Any
+    _optim_wrapper: OptimWrapperLike | None
+    _train_step: Any
+
+    @property
+    def epoch(self) -> int:
+        return self.state.epoch
+
+    @property
+    def iter(self) -> int:
+        return self.state.iter
+
+    @property
+    def by_epoch(self) -> bool:
+        """Whether training counts epochs (``max_epochs``) rather than iterations."""
+        return self.state.by_epoch
+
+    @property
+    def max_epochs(self) -> int | None:
+        return self.train_loop.max_epochs if self.train_loop is not None else None
+
+    @property
+    def max_iters(self) -> int | None:
+        return self.train_loop.max_iters if self.train_loop is not None else None
+
+    @property
+    def val_interval(self) -> int | None:
+        return self.train_loop.val_interval if self.train_loop is not None else None
+
+    @property
+    def stop_training(self) -> bool:
+        return self.state.stop_training
+
+    @stop_training.setter
+    def stop_training(self, value: bool) -> None:
+        self.state.stop_training = bool(value)
+
+    @property
+    def train_dataloader(self) -> Any:
+        return self.train_loop.dataloader if self.train_loop is not None else self._train_dataloader
+
+    @property
+    def val_dataloader(self) -> Any:
+        return self.val_loop.dataloader if self.val_loop is not None else None
+
+    @property
+    def test_dataloader(self) -> Any:
+        return self.test_loop.dataloader if self.test_loop is not None else None
+
+    @property
+    def optim_wrapper(self) -> OptimWrapperLike | None:
+        """The :class:`~hookline.engine.OptimWrapper` (or ``OptimWrapperDict``) of the run."""
+        return self._optim_wrapper
+
+    @optim_wrapper.setter
+    def optim_wrapper(self, wrapper: OptimWrapperLike | None) -> None:
+        if wrapper is not None:
+            wrapper.message_hub = self.message_hub
+        self._optim_wrapper = wrapper
+        self._train_step = None
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer | None:
+        """The optimizer of a single-optimizer run (``optim_wrapper.optimizer``)."""
+        return getattr(self._optim_wrapper, "optimizer", None)
+
+    @property
+    def grad_scaler(self) -> torch.amp.GradScaler | None:
+        """The AMP GradScaler (``optim_wrapper.loss_scaler``), when float16 AMP runs on CUDA."""
+        return getattr(self._optim_wrapper, "loss_scaler", None)
+
+    @property
+    def is_main_process(self) -> bool:
+        return self.rank == 0
+
+    def _live_info(self) -> dict[str, Any]:
+        """What ``message_hub.get_info`` reports live (MMEngine's RuntimeInfoHook keys)."""
+        return {"epoch": self.epoch, "iter": self.iter, "max_epochs": self.max_epochs,
+                "max_iters": self.max_iters}
