@@ -7,8 +7,9 @@ keep-3 and a best file), the script
 
 1. trains it once, uninterrupted: the reference;
 2. runs ``--trials`` trials, each in a fresh work dir: ``hookline train CONFIG --resume auto``
-   is started and SIGKILLed after a random delay (seeded), 2 or 3 times, then run to the end
-   (a run may finish before its delay: more trials run until ``--min-kills`` kills landed);
+   is started and SIGKILLed at a random point (seeded: after a random number of its output
+   lines, plus 0-300 ms), 2 or 3 times, then run to the end (a resumed run may finish
+   before its kill point: more trials run until ``--min-kills`` kills landed);
 3. compares each trial's final state (model, optimizer, every hook's state, RNG state and
    position, dumped by a hook at ``after_train``) with the reference's, bit for bit, and its
    work dir with the reference's: a checkpoint or temp file the reference does not have is
@@ -126,8 +127,8 @@ def start(folder: Path, config: str, work_dir: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "hookline.cli", "train", config, "--work-dir", str(work_dir),
          "--resume", "auto", "--no-curves"], cwd=folder,
-        env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+        env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def same(a: object, b: object) -> bool:
@@ -146,61 +147,70 @@ def files(work_dir: Path) -> set[str]:
     return {p.name for p in work_dir.iterdir() if p.is_file() and p.name not in KEPT_OUTPUTS}
 
 
-def reference(folder: Path, config: str) -> tuple[dict, set[str], float, float]:
-    """The uninterrupted run: its final state, its files, when training started and ended."""
+def reference(folder: Path, config: str) -> tuple[dict, set[str], range, float]:
+    """The uninterrupted run: its final state, its files, the numbers of its output lines
+    from the first training log line to the end, its seconds."""
     work_dir = folder / f"ref_{Path(config).stem}"
     begin = time.monotonic()
     proc = start(folder, config, work_dir)
-    first_iteration = None
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if first_iteration is None and "(train)" in line:
-            first_iteration = time.monotonic() - begin
-    if proc.wait() != 0:
+    lines = proc.communicate()[0].splitlines()
+    if proc.returncode != 0:
         raise SystemExit(f"the reference run of {config} failed")
-    total = time.monotonic() - begin
     final = torch.load(str(work_dir) + ".final.pt", weights_only=True)
-    return final, files(work_dir), first_iteration or total / 2, total
+    first = next(i for i, line in enumerate(lines) if "(train)" in line)
+    return final, files(work_dir), range(first, len(lines) + 1), time.monotonic() - begin
 
 
 class Fuzz:
-    """One config: its reference run, then trials, counting what happened."""
+    """One config: its reference run, then trials, counting what happened.
+
+    A kill lands after a random number of the run's output lines (the hook table, then a
+    log line every few iterations), drawn from the reference run's training lines (the
+    first training log line, a few iterations in, comes later), plus a random 0-300 ms: a
+    point in the run's progress, whatever the machine's load. A resumed run prints fewer
+    lines, so some runs finish before their kill point."""
 
     def __init__(self, folder: Path, config: str, draw: random.Random) -> None:
         self.folder, self.config, self.draw = folder, config, draw
-        self.final, self.expected, self.first_iteration, self.total = reference(folder, config)
+        self.final, self.expected, self.lines, seconds = reference(folder, config)
         self.counts = dict(kills=0, runs=0, resumes=0, failed=0, identical=0, finals=0,
                            leaked=0, temp_files_removed=0, deletions_finished=0,
                            checkpoints_skipped=0)
         self.trials = 0
-        print(f"{config}: reference run {self.total:.1f} s (training from "
-              f"{self.first_iteration:.1f} s), stop at {self.final['position']}, files "
-              f"{sorted(self.expected)}", flush=True)
+        print(f"{config}: reference run {seconds:.1f} s, training output on lines {self.lines.start}"
+              f" to {self.lines.stop - 1}, stop at "
+              f"{self.final['position']}, files {sorted(self.expected)}", flush=True)
 
-    def _run(self, work_dir: Path, delay: float | None) -> None:
+    def _run(self, work_dir: Path, kill_after: int | None) -> None:
         proc = start(self.folder, self.config, work_dir)
-        try:
-            output = proc.communicate(timeout=delay)[0]
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-            output = proc.communicate()[0]
-            self.counts["kills"] += 1
+        assert proc.stdout is not None
+        seen: list[str] = []
+        if kill_after is not None:
+            for line in proc.stdout:
+                seen.append(line)
+                if len(seen) >= kill_after:
+                    time.sleep(self.draw.uniform(0.0, 0.3))
+                    break
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                self.counts["kills"] += 1
+        output = "".join(seen) + proc.communicate()[0]
         self.counts["runs"] += 1
         self.counts["resumes"] += "resumed from" in output
         self.counts["temp_files_removed"] += "unfinished checkpoint write" in output
         self.counts["deletions_finished"] += "the deletion an interrupted run left" in output
         self.counts["checkpoints_skipped"] += output.count("skipping checkpoint")
-        if proc.returncode not in ((0, -signal.SIGKILL) if delay is not None else (0,)):
+        if proc.returncode not in ((0, -signal.SIGKILL) if kill_after is not None else (0,)):
             self.counts["failed"] += 1
             print(f"  {work_dir.name}: run ended with {proc.returncode}:\n"
                   + textwrap.indent(output[-2000:], "    "), flush=True)
 
     def trial(self) -> None:
-        """A fresh work dir: 2 or 3 runs SIGKILLed after a random delay, then one to the end."""
+        """A fresh work dir: 2 or 3 runs SIGKILLed at random points, then one to the end."""
         work_dir = self.folder / f"{Path(self.config).stem}_{self.trials}"
         self.trials += 1
         for _ in range(self.draw.randint(2, 3)):
-            self._run(work_dir, self.draw.uniform(0.5 * self.first_iteration, 0.9 * self.total))
+            self._run(work_dir, self.draw.choice(self.lines))
         failed = self.counts["failed"]
         self._run(work_dir, None)
         if self.counts["failed"] > failed:
@@ -233,8 +243,10 @@ def main() -> None:
     for fuzz in fuzzes:
         for _ in range(args.trials):
             fuzz.trial()
-    while sum(f.counts["kills"] for f in fuzzes) < args.min_kills:  # a run may finish first
-        min(fuzzes, key=lambda f: f.counts["kills"]).trial()
+    extra = 0
+    while sum(f.counts["kills"] for f in fuzzes) < args.min_kills and extra < 4 * args.trials:
+        min(fuzzes, key=lambda f: f.counts["kills"]).trial()  # a run may finish before its kill
+        extra += 1
     totals: dict[str, int] = {}
     for fuzz in fuzzes:
         print(f"{fuzz.config}: " + ", ".join(f"{k} {v}" for k, v in fuzz.counts.items()),
