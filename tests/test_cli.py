@@ -15,7 +15,7 @@ import pytest
 import torch
 import yaml
 
-from hookline import HOOKS
+from hookline import HOOKS, __version__
 from hookline.app.commands import _latest_records, write_training_curves
 from hookline.cli import main
 from hookline.engine.checkpoint import make_meta, save_atomic
@@ -79,6 +79,13 @@ def assert_clean_error(result: subprocess.CompletedProcess, *fragments: str) -> 
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     for fragment in fragments:
         assert fragment in lines[0]
+
+
+def test_python_dash_m_hookline_is_the_command(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "hookline", "--version"], cwd=tmp_path, env=ENV,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"hookline {__version__}"
 
 
 def test_help_of_every_command(tmp_path, capsys):
