@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -84,7 +85,7 @@ def _note(exc: BaseException, message: str) -> None:
         add_note(message)
 
 
-class BaseLoop:
+class BaseLoop(abc.ABC):
     """A loop over ``dataloader`` driven by ``runner`` (``run()`` does the work)."""
 
     def __init__(self, runner: Runner, dataloader: Any) -> None:
@@ -92,8 +93,9 @@ class BaseLoop:
         #: assignable: a train loop reads it at the start of every epoch
         self.dataloader = dataloader
 
+    @abc.abstractmethod
     def run(self) -> Any:
-        raise NotImplementedError
+        """Run the loop; what it returns is the loop's result (the model, the metrics)."""
 
 
 class TrainLoop(BaseLoop):
@@ -134,12 +136,14 @@ class TrainLoop(BaseLoop):
         return len(self.dataloader)
 
     @property
+    @abc.abstractmethod
     def max_epochs(self) -> int:
-        raise NotImplementedError
+        """Passes over the data the run makes."""
 
     @property
+    @abc.abstractmethod
     def max_iters(self) -> int:
-        raise NotImplementedError
+        """Iterations the run makes."""
 
     # -- when validation runs: the one place that decides ----------------------------------
     def _val_due(self, done: int, last: int) -> bool:

@@ -28,155 +28,17 @@ from hookline.engine.checkpoint import remove_temp_files
 from hookline.engine.checkpoint.names import (
     PERIODIC_TEMPLATES,
     NamePattern,
-    best_file_name,
-    best_step,
     plain_file_name,
 )
 from hookline.engine.checks import boolean, positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
-from ._rules import infer_rule, is_better
+from ._rules import infer_rule
+from .best_checkpoint import BestCheckpoint
 
 if TYPE_CHECKING:  # pragma: no cover
     from hookline.engine.runner import Runner
-
-
-class BestCheckpoint:
-    """Tracks the best value of one validation metric and keeps its checkpoint.
-
-    Shared by :class:`CheckpointHook` and :class:`~hookline.hooks.EvalHook`.
-    ``save_best`` is a metric name or ``"auto"`` (the first metric the user
-    named, else the first validation result); ``rule`` is ``"greater"`` or
-    ``"less"`` and is inferred from the name when None. A name whose rule
-    cannot be inferred is a :class:`ConfigError` here, at construction, or
-    (for ``"auto"``) before training starts when the metric names are known.
-
-    Example::
-
-        >>> from hookline.hooks.checkpoint import BestCheckpoint
-        >>> best = BestCheckpoint("val/mIoU")
-        >>> best.rule, best.filename("val/mIoU", "epoch_3")
-        ('greater', 'best_val_mIoU_epoch_3.pth')
-    """
-
-    def __init__(self, save_best: str, rule: str | None = None, owner: str = "CheckpointHook"
-                 ) -> None:
-        if not isinstance(save_best, str) or not save_best:
-            raise ConfigError(f"{owner} save_best must be a metric name or 'auto', got {save_best!r}")
-        if rule is not None:
-            infer_rule("", rule)  # validates the spelling
-        self.owner = owner
-        self.key: str | None = None if save_best == "auto" else save_best
-        self._rule_arg = rule
-        self.rule: str | None = infer_rule(self.key, rule) if self.key is not None else rule
-        self.best_score: float | None = None
-        self.best_ckpt: str | None = None
-        self._previous: str | None = None  # the best file to delete once the new one is written
-        self._orphan: str | None = None  # that deletion, due when the run was interrupted
-        #: file names a loaded state held that are not this object's own (ignored; see tidy)
-        self.dropped: list[str] = []
-
-    @staticmethod
-    def filename(key: str, step: str) -> str:
-        return best_file_name(key, step)
-
-    def resolve(self, names: list[str]) -> None:
-        """Fix the metric of ``"auto"`` from the metric names known before training."""
-        if self.key is None and names:
-            self._set_key(names[0])
-
-    def _set_key(self, key: str) -> None:
-        self.key = key
-        self.rule = infer_rule(key, self._rule_arg)
-
-    def update(self, runner: Runner, metrics: dict[str, float], folder: Path, *,
-               save_optimizer: bool = True) -> bool:
-        """Save a best checkpoint when ``metrics`` beat the best so far; True if saved."""
-        if not self.check(runner, metrics):
-            return False
-        self.write(runner, folder, save_optimizer=save_optimizer)
-        return True
-
-    def check(self, runner: Runner, metrics: dict[str, float]) -> bool:
-        """Record ``metrics``; True when they beat the best so far (then call :meth:`write`)."""
-        if not metrics:
-            return False
-        if self.key is None:
-            self._set_key(next(iter(metrics)))
-        key = self.key
-        assert key is not None  # set just above
-        if key not in metrics:
-            raise ConfigError(f"{self.owner} save_best={key!r} is not among the validation "
-                              f"metrics {sorted(metrics)}")
-        value = float(metrics[key])
-        rule = self.rule
-        assert rule is not None  # inferred with the key
-        if not is_better(value, self.best_score, rule):
-            return False
-        self._previous = self.best_ckpt
-        epoch, batch, iters = runner.state.resume_point
-        step = f"epoch_{epoch}" if runner.by_epoch and batch == 0 else f"iter_{iters}"
-        self.best_score = value
-        self.best_ckpt = self.filename(key, step)
-        return True
-
-    def write(self, runner: Runner, folder: Path, *, save_optimizer: bool = True) -> None:
-        """Save the checkpoint of the best found by :meth:`check`; delete the previous best."""
-        if self.best_ckpt is None:
-            raise RuntimeError("BestCheckpoint.write() before check() found a best")
-        runner.save_checkpoint(folder / self.best_ckpt, save_optimizer=save_optimizer,
-                               background=True)
-        runner.logger.info("new best %s %.4f: saved %s", self.key, self.best_score,
-                           self.best_ckpt)
-        previous, self._previous = self._previous, None
-        if previous and previous != self.best_ckpt and runner.is_main_process:
-            runner.remove_checkpoint(folder / previous)
-
-    def state_dict(self) -> dict:
-        state = {"key": self.key, "rule": self.rule, "best_score": self.best_score,
-                 "best_ckpt": self.best_ckpt}
-        if self._previous is not None:  # written with the new best, deleted right after it
-            state["previous"] = self._previous
-        return state
-
-    def load_state_dict(self, state: dict) -> None:
-        self.dropped = []  # a state loaded now replaces any loaded before
-        key = state.get("key")
-        if not isinstance(key, (str, type(None))) or (self.key is not None
-                                                       and key not in (None, self.key)):
-            return  # the run tracked another metric before: its best says nothing about this one
-        if self.key is None and key is not None:
-            self.key = key
-            self.rule = self._rule_arg or state.get("rule")
-        self.best_score = state.get("best_score")
-        self.best_ckpt = self._own(state.get("best_ckpt"))
-        self._orphan = self._own(state.get("previous"))
-
-    def _own(self, name: Any) -> str | None:
-        """``name`` when it is one of this metric's best-file names; else None (and noted)."""
-        if name is None:
-            return None
-        if self.key is not None and best_step(self.key, name) is not None:
-            return str(name)
-        self.dropped.append(repr(name))
-        return None
-
-    def tidy(self, runner: Runner, folder: Path) -> None:
-        """When training starts: warn about ignored file names from the loaded state, and delete
-        the previous best file that an interrupted run was about to delete."""
-        if self.dropped:
-            runner.logger.warning(
-                "%s: ignored best-checkpoint file names from the checkpoint that are not this "
-                "hook's own (a crafted or damaged checkpoint?): %s; those files are never deleted",
-                self.owner, ", ".join(self.dropped))
-            self.dropped = []
-        orphan, self._orphan = self._orphan, None
-        if orphan and orphan != self.best_ckpt and runner.is_main_process \
-                and (folder / orphan).is_file():
-            runner.remove_checkpoint(folder / orphan)
-            runner.logger.info("removed %s, a previous best checkpoint an interrupted run was "
-                               "about to delete", orphan)
 
 
 def metric_names(runner: Runner) -> list[str]:
