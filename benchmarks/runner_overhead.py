@@ -1,9 +1,14 @@
 """Training-loop overhead: the hookline Runner against a plain PyTorch loop (and others).
 
-The workload is small on purpose, so that what a training framework adds per
-iteration shows: Linear(32, 64)-ReLU-Linear(64, 10) on 8,192 synthetic
-samples, batch 32 (256 iterations an epoch), 4 epochs = 1,024 iterations,
-SGD, CrossEntropyLoss, one thread, a shuffling DataLoader.
+The default workload (``--workload mlp``) is small on purpose, so that what a
+training framework adds per iteration shows: Linear(32, 64)-ReLU-Linear(64, 10)
+on 8,192 synthetic samples, batch 32 (256 iterations an epoch), 4 epochs =
+1,024 iterations, SGD, CrossEntropyLoss, one thread, a shuffling DataLoader.
+``--workload resnet18`` trains a ResNet-18-shaped CNN at batch 128 instead
+(``_workloads.py``). ``--device cuda`` runs every contender on the GPU: the
+loader pins memory, batches move with ``non_blocking=True``, and each timed
+span ends with ``torch.cuda.synchronize()``; ``--device cpu`` hides any GPU
+(``CUDA_VISIBLE_DEVICES=""``), so that no framework picks one on its own.
 
 Contenders, each run in its own fresh subprocess, round-robin (the order is
 reversed on every other repeat), ``--repeat`` times:
@@ -33,6 +38,7 @@ time (the latter is less disturbed when other work shares the machine).
 Reported: medians and the wall minimum, and each median over the plain loop's.
 
     .venv-bench/bin/python benchmarks/runner_overhead.py [--repeat 5] [--quick]
+    .venv-bench/bin/python benchmarks/runner_overhead.py --device cuda --workload resnet18
     .venv-bench/bin/python benchmarks/runner_overhead.py --profile-hookline
 """
 
@@ -51,11 +57,13 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
 
 from _machine import cpu_model  # benchmarks/ is on sys.path when a script here runs
+from _workloads import WORKLOADS, Workload, build_model
 
-SAMPLES, BATCH, EPOCHS, LR = 8192, 32, 4, 0.01
+LR = 0.01
 CONTENDERS = ("plain", "hookline", "hookline-lean", "ignite", "mmengine", "mmengine-lean",
               "lightning", "lightning-bare")
 PACKAGES = {"hookline": "hookline", "ignite": "pytorch-ignite", "mmengine": "mmengine",
@@ -65,28 +73,51 @@ PACKAGES = {"hookline": "hookline", "ignite": "pytorch-ignite", "mmengine": "mme
 # -- the workload (imported in the worker only) -----------------------------------------------
 # Each framework (torch included) is imported in the worker process that runs it, and only
 # there: the driver stays light, and a framework that is not installed is skipped.
-def make_workload(samples: int):
+@dataclass(frozen=True)
+class Spec:
+    """What one worker trains: the workload, how many samples, on which device."""
+    workload: Workload
+    samples: int
+    device: str
+
+    @property
+    def epochs(self) -> int:
+        return self.workload.epochs
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+
+def make_workload(spec: Spec):
     import torch  # noqa: PLC0415
     from torch.utils.data import DataLoader, TensorDataset  # noqa: PLC0415
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    data = TensorDataset(torch.randn(samples, 32), torch.randint(0, 10, (samples,)))
-    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
-    loader = DataLoader(data, batch_size=BATCH, shuffle=True)
+    shape = spec.workload.input_shape
+    data = TensorDataset(torch.randn(spec.samples, *shape), torch.randint(0, 10, (spec.samples,)))
+    model = build_model(torch, spec.workload)
+    loader = DataLoader(data, batch_size=spec.workload.batch, shuffle=True, pin_memory=spec.cuda)
     return torch, data, model, loader
 
 
-def timed(train: Callable[[], object]) -> tuple[float, float]:
-    """(wall seconds, process CPU seconds) of ``train()``."""
+def timed(train: Callable[[], object], spec: Spec) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) of ``train()``; on CUDA, until the GPU is done."""
     wall, cpu = time.perf_counter(), time.process_time()
     train()
+    if spec.cuda:
+        import torch  # noqa: PLC0415
+
+        torch.cuda.synchronize()
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
 # The runners share one signature (RUNS): not every one uses each argument.
-def run_plain(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:  # noqa: ARG001
-    torch, _, model, loader = make_workload(samples)
+def run_plain(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, int]:  # noqa: ARG001
+    torch, _, model, loader = make_workload(spec)
+    device = torch.device(spec.device)
+    model.to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     loss_fn = torch.nn.CrossEntropyLoss()
     iters = 0
@@ -94,47 +125,52 @@ def run_plain(samples: int, work_dir: str, lean: bool) -> tuple[float, float, in
     def train() -> None:
         nonlocal iters
         model.train()
-        for _ in range(EPOCHS):
+        for _ in range(spec.epochs):
             for inputs, targets in loader:
+                inputs = inputs.to(device, non_blocking=True)
+                targets = targets.to(device, non_blocking=True)
                 optimizer.zero_grad()
                 loss = loss_fn(model(inputs), targets)
                 loss.backward()
                 optimizer.step()
                 iters += 1
 
-    return (*timed(train), iters)
+    return (*timed(train, spec), iters)
 
 
-def run_hookline(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
-    torch, _, model, loader = make_workload(samples)
+def run_hookline(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, int]:
+    torch, _, model, loader = make_workload(spec)
     from hookline import Runner  # noqa: PLC0415
 
     off = {"logger": None, "timer": None, "checkpoint": None} if lean else {}
     runner = Runner(model, optimizer={"type": "SGD", "lr": LR},
-                    loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=EPOCHS,
-                    train_dataloader=loader, work_dir=work_dir, device="cpu", default_hooks=off)
+                    loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=spec.epochs,
+                    train_dataloader=loader, work_dir=work_dir, device=spec.device,
+                    default_hooks=off)
     if os.environ.get("BENCH_HOOK_PROFILE"):
         runner.hooks.start_profiling()
-    wall, cpu = timed(runner.train)
+    wall, cpu = timed(runner.train, spec)
     if os.environ.get("BENCH_HOOK_PROFILE"):
         print(f"PROFILE wall {wall:.3f} s, cpu {cpu:.3f} s\n{runner.hook_profile()}")
     written = sorted(name for name in os.listdir(work_dir) if name.endswith(".pth"))
-    assert written == ([] if lean else [f"epoch_{e}.pth" for e in range(1, EPOCHS + 1)]), written
+    assert written == ([] if lean else [f"epoch_{e}.pth" for e in range(1, spec.epochs + 1)]), written
     return wall, cpu, runner.iter
 
 
-def run_ignite(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:  # noqa: ARG001
-    torch, _, model, loader = make_workload(samples)
+def run_ignite(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, int]:  # noqa: ARG001
+    torch, _, model, loader = make_workload(spec)
     from ignite.engine import create_supervised_trainer  # noqa: PLC0415
 
+    model.to(spec.device)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
-    trainer = create_supervised_trainer(model, optimizer, torch.nn.CrossEntropyLoss())
-    wall, cpu = timed(lambda: trainer.run(loader, max_epochs=EPOCHS))
+    trainer = create_supervised_trainer(model, optimizer, torch.nn.CrossEntropyLoss(),
+                                        device=spec.device, non_blocking=spec.cuda)
+    wall, cpu = timed(lambda: trainer.run(loader, max_epochs=spec.epochs), spec)
     return wall, cpu, trainer.state.iteration
 
 
-def run_mmengine(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
-    torch, data, model, _ = make_workload(samples)
+def run_mmengine(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, int]:
+    torch, data, model, _ = make_workload(spec)
     from mmengine.model import BaseModel  # noqa: PLC0415
     from mmengine.runner import Runner  # noqa: PLC0415
 
@@ -151,19 +187,20 @@ def run_mmengine(samples: int, work_dir: str, lean: bool) -> tuple[float, float,
         inputs, targets = torch.utils.data.default_collate(batch)
         return {"inputs": inputs, "targets": targets}
 
-    loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=True, collate_fn=collate)
+    loader = torch.utils.data.DataLoader(data, batch_size=spec.workload.batch, shuffle=True,
+                                         collate_fn=collate, pin_memory=spec.cuda)
     off = {"logger": None, "timer": None, "checkpoint": None} if lean else None
     runner = Runner(model=Wrapped(model), work_dir=work_dir, train_dataloader=loader,
                     optim_wrapper={"optimizer": {"type": "SGD", "lr": LR}},
-                    train_cfg={"by_epoch": True, "max_epochs": EPOCHS},
+                    train_cfg={"by_epoch": True, "max_epochs": spec.epochs},
                     env_cfg={"cudnn_benchmark": False, "dist_cfg": {"backend": "gloo"}},
                     default_hooks=off, default_scope=None)
-    wall, cpu = timed(runner.train)
+    wall, cpu = timed(runner.train, spec)  # MMEngine uses the GPU whenever one is visible
     return wall, cpu, runner.iter
 
 
-def run_lightning(samples: int, work_dir: str, lean: bool) -> tuple[float, float, int]:
-    torch, _, model, loader = make_workload(samples)
+def run_lightning(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, int]:
+    torch, _, model, loader = make_workload(spec)
     import lightning  # noqa: PLC0415
 
     class Module(lightning.LightningModule):
@@ -182,27 +219,28 @@ def run_lightning(samples: int, work_dir: str, lean: bool) -> tuple[float, float
             return torch.optim.SGD(self.parameters(), lr=LR)
 
     bare = {"logger": False, "enable_checkpointing": False, "enable_model_summary": False}
-    trainer = lightning.Trainer(max_epochs=EPOCHS, default_root_dir=work_dir,
-                                accelerator="cpu", devices=1, enable_progress_bar=False,
+    trainer = lightning.Trainer(max_epochs=spec.epochs, default_root_dir=work_dir,
+                                accelerator="gpu" if spec.cuda else "cpu", devices=1,
+                                enable_progress_bar=False,
                                 log_every_n_steps=10, **(bare if lean else {}))
     module = Module(model)
-    wall, cpu = timed(lambda: trainer.fit(module, loader))
+    wall, cpu = timed(lambda: trainer.fit(module, loader), spec)
     return wall, cpu, trainer.global_step
 
 
-RUNS: dict[str, Callable[[int, str, bool], tuple[float, float, int]]] = {
+RUNS: dict[str, Callable[[Spec, str, bool], tuple[float, float, int]]] = {
     "plain": run_plain, "hookline": run_hookline, "ignite": run_ignite,
     "mmengine": run_mmengine, "lightning": run_lightning,
 }
 
 
-def worker(name: str, samples: int) -> None:
+def worker(name: str, spec: Spec) -> None:
     warnings.filterwarnings("ignore")
     logging.getLogger("lightning").setLevel(logging.ERROR)
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     base, _, variant = name.partition("-")
     with tempfile.TemporaryDirectory(prefix=f"bench-{base}-") as work_dir:
-        wall, cpu, iters = RUNS[base](samples, work_dir, bool(variant))
+        wall, cpu, iters = RUNS[base](spec, work_dir, bool(variant))
     print("RESULT " + json.dumps({"name": name, "wall": wall, "cpu": cpu, "iters": iters}),
           flush=True)
 
@@ -213,9 +251,13 @@ def available(name: str) -> bool:
     return base in ("plain", "hookline") or importlib.util.find_spec(base) is not None
 
 
-def run_once(name: str, samples: int) -> dict:
+def run_once(name: str, spec: Spec) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, __file__, "--worker", name, "--samples", str(samples)],
+    if not spec.cuda:
+        env["CUDA_VISIBLE_DEVICES"] = ""  # no framework picks a GPU on its own
+    proc = subprocess.run([sys.executable, __file__, "--worker", name, "--samples",
+                           str(spec.samples), "--workload", spec.workload.name,
+                           "--device", spec.device],
                           env=env, capture_output=True, text=True, timeout=600)
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("RESULT "):
@@ -224,10 +266,15 @@ def run_once(name: str, samples: int) -> dict:
                        f"{proc.stderr[-4000:]}")
 
 
-def machine() -> str:
+def machine(device: str) -> str:
     model = cpu_model()
-    return (f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}, "
+    line = (f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}, "
             f"torch {metadata.version('torch')}")
+    if device.startswith("cuda"):
+        import torch  # noqa: PLC0415
+
+        line += f", GPU {torch.cuda.get_device_name(torch.device(device))}"
+    return line
 
 
 def version(name: str) -> str:
@@ -241,39 +288,55 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs of each contender")
     parser.add_argument("--quick", action="store_true",
-                        help="1,024 samples, 2 repeats, plain and hookline only (smoke test)")
+                        help="an eighth of the samples, 2 repeats, plain and hookline only (smoke test)")
     parser.add_argument("--only", nargs="+", choices=CONTENDERS, help="run only these")
     parser.add_argument("--profile-hookline", action="store_true",
                         help="run hookline once with hook profiling on and print where its time "
                              "goes, hook by hook (profiling itself adds ~0.35 us per hook call)")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="mlp",
+                        help="mlp (default: overhead-dominated) or resnet18 (batch 128, "
+                             "3x64x64 images)")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda / cuda:N")
     parser.add_argument("--worker", choices=CONTENDERS, help=argparse.SUPPRESS)
-    parser.add_argument("--samples", type=int, default=SAMPLES, help=argparse.SUPPRESS)
+    parser.add_argument("--samples", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if not (args.device == "cpu" or args.device.startswith("cuda")):
+        parser.error(f"--device must be cpu, cuda or cuda:N, got {args.device!r}")
+    workload = WORKLOADS[args.workload]
+    samples = args.samples or (workload.samples // 8 if args.quick else workload.samples)
+    spec = Spec(workload, samples, args.device)
     if args.worker:
-        worker(args.worker, args.samples)
+        worker(args.worker, spec)
         return 0
+    if spec.cuda:
+        import torch  # noqa: PLC0415
+
+        if not torch.cuda.is_available():
+            parser.error("--device cuda: this machine's torch sees no CUDA device")
     if args.profile_hookline:
         env = dict(os.environ, OMP_NUM_THREADS="1", BENCH_HOOK_PROFILE="1")
-        proc = subprocess.run([sys.executable, __file__, "--worker", "hookline"], env=env,
+        proc = subprocess.run([sys.executable, __file__, "--worker", "hookline", "--workload",
+                               args.workload, "--device", args.device], env=env,
                               capture_output=True, text=True, timeout=600, check=True)
         print(proc.stdout[proc.stdout.index("PROFILE "):].rsplit("RESULT ", 1)[0])
         return 0
-    samples, repeat = (1024, 2) if args.quick else (args.samples, args.repeat)
+    repeat = 2 if args.quick else args.repeat
     names = [n for n in (args.only or CONTENDERS) if available(n)]
     if args.quick and not args.only:
         names = ["plain", "hookline"]
     skipped = [n for n in (args.only or CONTENDERS) if n not in names and not args.quick]
-    iters = samples // BATCH * EPOCHS
-    print(f"machine: {machine()}")
-    print(f"workload: MLP 32-64-10, {samples} samples, batch {BATCH}, {EPOCHS} epochs = "
-          f"{iters} iterations, 1 thread; {repeat} runs each, round-robin, one process a run")
+    iters = -(-samples // workload.batch) * workload.epochs
+    print(f"machine: {machine(args.device)}")
+    print(f"workload: {workload.description}; {samples} samples used, {workload.epochs} epochs "
+          f"= {iters} iterations on {args.device}, 1 thread; {repeat} runs each, round-robin, "
+          "one process a run")
     if skipped:
         print(f"not installed, skipped: {', '.join(skipped)}")
     walls: dict[str, list[float]] = {n: [] for n in names}
     cpus: dict[str, list[float]] = {n: [] for n in names}
     for r in range(repeat):
         for name in (names if r % 2 == 0 else names[::-1]):
-            result = run_once(name, samples)
+            result = run_once(name, spec)
             if result["iters"] != iters:
                 raise RuntimeError(f"{name} ran {result['iters']} iterations, not {iters}")
             walls[name].append(result["wall"])

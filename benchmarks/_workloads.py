@@ -1,0 +1,65 @@
+"""The training workloads of ``runner_overhead.py``: a small MLP, or a ResNet-18-shaped CNN.
+
+``mlp`` is small on purpose, so that what a framework adds per iteration
+shows; ``resnet18`` is the shape of real vision work (11.2 M parameters,
+3x64x64 synthetic images, batch 128), where that overhead is measured against
+a GPU-sized step. Both are synthetic and seeded: nothing is downloaded.
+
+Example::
+
+    >>> from _workloads import WORKLOADS
+    >>> WORKLOADS["mlp"].batch, WORKLOADS["resnet18"].batch
+    (32, 128)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    samples: int      # dataset size (--quick divides it by 8)
+    batch: int
+    epochs: int
+    input_shape: tuple[int, ...]
+    description: str
+
+
+WORKLOADS = {
+    "mlp": Workload("mlp", 8192, 32, 4, (32,),
+                    "MLP 32-64-10 on 8,192 synthetic samples, batch 32"),
+    "resnet18": Workload("resnet18", 5120, 128, 2, (3, 64, 64),
+                         "ResNet-18-shaped CNN (11.2 M parameters) on 5,120 synthetic 3x64x64 "
+                         "images, batch 128"),
+}
+
+
+def build_model(torch, workload: Workload):
+    """The workload's model (torch is passed in: only worker processes import it)."""
+    nn = torch.nn
+    if workload.name == "mlp":
+        return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+
+    class Block(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int) -> None:
+            super().__init__()
+            self.body = nn.Sequential(
+                nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout),
+                nn.ReLU(inplace=True), nn.Conv2d(cout, cout, 3, 1, 1, bias=False),
+                nn.BatchNorm2d(cout))
+            self.skip = (nn.Identity() if stride == 1 and cin == cout else nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)))
+
+        def forward(self, x):
+            return torch.relu(self.body(x) + self.skip(x))
+
+    layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+              nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
+        cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)]
+    return nn.Sequential(*layers)
