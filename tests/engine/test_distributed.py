@@ -1,4 +1,5 @@
-"""Multi-process runs: the Runner under ``torchrun --nproc_per_node 2`` on gloo.
+"""Multi-process runs: the Runner under ``torchrun --nproc_per_node 2`` on gloo (and a world
+of one under ``torchrun --nproc_per_node 1``, on a GPU with nccl where there is one).
 
 Each torchrun test starts real processes (``python -m torch.distributed.run
 --standalone``, which picks a free port) running
@@ -171,6 +172,32 @@ def test_accumulation_skips_the_all_reduce_on_micro_batches_and_matches_one_proc
     w_single, w0, w1 = _weights(single, 0), _weights(ddp, 0), _weights(ddp, 1)
     assert all(torch.equal(w0[k], w1[k]) for k in w0)
     assert _max_diff(w0, w_single) < 1e-5
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("device", [
+    "cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+        not (torch.cuda.is_available() and dist.is_available() and dist.is_nccl_available()),
+        reason="needs CUDA and nccl (one GPU cannot host two nccl ranks: world size 1)"))])
+def test_torchrun_with_one_process_trains_checkpoints_and_resumes(tmp_path, device):
+    """``torchrun --nproc_per_node 1``: a world of one trains like a plain process."""
+    def torchrun(*args: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+               "1", str(SCRIPT), "--out", str(tmp_path), "--batch", "8", "--device", device, *args]
+        proc = _run(cmd, tmp_path)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return proc
+
+    torchrun("--epochs", "2")
+    (first,) = _results(tmp_path, ranks=(0,))
+    assert (first["world_size"], first["iter"]) == (1, 24)
+    assert first["device"].startswith(device)
+    work = tmp_path / "work_rank0"
+    assert sorted(p.name for p in work.glob("*.pth")) == ["epoch_1.pth", "epoch_2.pth"]
+    torchrun("--epochs", "3", "--resume", "auto")
+    (resumed,) = _results(tmp_path, ranks=(0,))
+    assert resumed["iter"] == 36 and len(resumed["val"]) == 1  # only epoch 3 ran
+    assert "epoch_3.pth" in {p.name for p in work.glob("*.pth")}
 
 
 @needs_gloo

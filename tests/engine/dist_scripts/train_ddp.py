@@ -88,6 +88,8 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--slow", type=float, default=0.0)
     parser.add_argument("--accumulate", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="cpu (gloo) or cuda (nccl)")
+    parser.add_argument("--resume", default=None, help="the Runner's resume argument")
     parser.add_argument("--torchmetrics", action="store_true",
                         help="also compute accuracy with a torchmetrics Metric")
     args = parser.parse_args()
@@ -109,16 +111,18 @@ def main() -> None:
                                     shuffle=True),
         val_dataloader=DataLoader(make_data(args.val_size, 1), batch_size=5),
         metrics=metrics,
-        work_dir=args.out / f"work_rank{rank}", seed=7, device="cpu", hooks=[record],
+        work_dir=args.out / f"work_rank{rank}", seed=7, device=args.device, hooks=[record],
+        resume=args.resume,
         default_hooks={"logger": {"type": "LoggerHook", "interval": 2},
                        "optimizer": {"type": "OptimizerHook", "accumulate": args.accumulate}},
     )
     try:
         runner.train()
     finally:
-        torch.save({k: v.detach().clone() for k, v in runner.model.state_dict().items()},
+        torch.save({k: v.detach().cpu().clone() for k, v in runner.model.state_dict().items()},
                    args.out / f"weights_rank{rank}.pt")
         result = {"rank": runner.rank, "world_size": runner.world_size, "iter": runner.iter,
+                  "device": str(next(runner.model.parameters()).device),
                   "val": record.val_metrics,
                   "saved_before_barrier": record.saved_before_barrier,
                   "grad_sync": record.grad_sync}
