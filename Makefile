@@ -3,14 +3,19 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# the torch version constraints.txt pins (named in what make prints before installing it)
+TORCH_PIN := $(shell sed -n 's/^torch==//p' constraints.txt)
 
 .PHONY: test lint demo bench clean
 
 $(STAMP): pyproject.toml constraints.txt
+	@echo "make: installing torch $(TORCH_PIN) and hookline with its dev tools into $(VENV)" \
+	  "(first run, or after pyproject.toml/constraints.txt change; 1-3 min, most of it torch)..."
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -c constraints.txt torch
 	$(PY) -m pip install -q -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
+	@echo "make: $(VENV) is ready"
 
 # ruff, then mypy (its settings and the files it checks are in pyproject.toml)
 lint: $(STAMP)
@@ -32,6 +37,8 @@ BENCH_STAMP    := $(BENCH_VENV)/.installed
 BENCH_OPTIONAL := pytorch-ignite==0.5.5 mmengine==0.10.7 lightning==2.6.6
 
 $(BENCH_STAMP): pyproject.toml constraints.txt
+	@echo "make: installing torch $(TORCH_PIN), hookline and the compared frameworks" \
+	  "($(BENCH_OPTIONAL)) into $(BENCH_VENV) (first run only; a minute or more)..."
 	test -x $(BENCH_PY) || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_PY) -m pip install -q -c constraints.txt torch
 	$(BENCH_PY) -m pip install -q -c constraints.txt -e ".[bench]"

@@ -91,11 +91,11 @@ def test_python_dash_m_hookline_is_the_command(tmp_path):
 def test_help_of_every_command(tmp_path, capsys):
     top = hookline("--help", cwd=tmp_path)
     assert top.returncode == 0
-    for name in ("train", "hooks", "inspect", "docs/cli.md"):
+    for name in ("train", "test", "val", "hooks", "inspect", "docs"):
         assert name in top.stdout
     train = hookline("train", "--help", cwd=tmp_path)
     assert train.returncode == 0
-    for option in ("CONFIG", "--work-dir", "--resume", "--set", "--profile-hooks", "--no-curves"):
+    for option in ("CONFIG", "--work-dir", "--resume", "--set", "--test", "--profile-hooks", "--no-curves"):
         assert option in train.stdout
     # the same parser in-process, for the other commands
     assert main(["hooks", "--help"]) == 0
@@ -131,22 +131,24 @@ def test_hooks_config_prints_the_run_hook_table_without_training(project):
     assert not (project / "work_dirs").exists()
 
 
-def test_train_config_writes_its_work_dir_and_resumes(project):
-    out = project / "out"
+def test_train_config_writes_its_run_dir_and_resumes(project):
     first = hookline("train", "run.yaml", "--set", "max_epochs=1", "--work-dir", "out", "--profile-hooks",
                      cwd=project)
     assert first.returncode == 0, first.stderr
     assert "Traceback" not in first.stderr
+    [out] = [p for p in (project / "out").iterdir() if p.is_dir()]  # out/<timestamp>
+    assert (project / "out" / "last_run").read_text() == f"{out.name}\n"
+    run_dir = f"out/{out.name}"
     last_lines = first.stdout.strip().splitlines()[-2:]
     assert last_lines[0].startswith("trained 1/1 epochs (12 iterations) in ")
     assert "final validation: loss " in last_lines[0] and "accuracy " in last_lines[0]
-    assert last_lines[1].startswith("outputs in out: config.yaml, log.txt, metrics.jsonl, "
+    assert last_lines[1].startswith(f"outputs in {run_dir}: config.yaml, log.txt, metrics.jsonl, "
                                     "checkpoints (epoch_1.pth), curves.png")
     # --profile-hooks: a table of (hook, stage, calls, total ms)
     profile = first.stdout.split("hook profile", 1)[1]
     assert "LoggerHook" in profile and "after_train_iter" in profile and "total ms" in profile
     saved = yaml.safe_load((out / "config.yaml").read_text())
-    assert saved["max_epochs"] == 1 and saved["work_dir"] == "out"
+    assert saved["max_epochs"] == 1 and saved["work_dir"] == "out"  # where runs go: trains a new one
     assert saved["hooks"] == CONFIG["hooks"]
     assert "marker: epoch 1 starts" in (out / "log.txt").read_text()
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -156,6 +158,7 @@ def test_train_config_writes_its_work_dir_and_resumes(project):
     second = hookline("train", "run.yaml", "--set", "max_epochs=2", "--work-dir", "out", "--resume", "auto",
                       cwd=project)
     assert second.returncode == 0, second.stderr
+    assert [p for p in (project / "out").iterdir() if p.is_dir()] == [out]  # the same run, resumed
     log = (out / "log.txt").read_text()
     assert "resumed from" in log and "epoch_1.pth" in log.split("resumed from", 1)[1].splitlines()[0]
     assert "marker: epoch 2 starts" in log and log.count("marker: epoch 1 starts") == 1
@@ -213,12 +216,14 @@ def test_resuming_another_models_checkpoint_is_one_line_too(project, capsys, mon
 def test_resume_auto_over_checkpoints_none_of_which_fits_is_one_line(project, capsys, monkeypatch):
     monkeypatch.chdir(project)
     assert main(["train", "run.yaml", "--set", "max_epochs=1", "--work-dir", "out"]) == 0
-    before = {p.name: p.read_bytes() for p in (project / "out").glob("*.pth")}
+    before = {p.name: p.read_bytes() for p in (project / "out").glob("*/*.pth")}
+    [run_dir] = (project / "out").glob("2*")
     code = main(["train", "run.yaml", "--set", "model.num_classes=5", "--resume", "auto",
                  "--work-dir", "out"])
     assert_clean_error(subprocess.CompletedProcess([], code, "", capsys.readouterr().err),
-                       "cannot resume from 'out': resume='auto' found", "nothing was deleted")
-    assert {p.name: p.read_bytes() for p in (project / "out").glob("*.pth")} == before
+                       f"cannot resume from 'out/{run_dir.name}': resume='auto' found",
+                       "nothing was deleted")
+    assert {p.name: p.read_bytes() for p in (project / "out").glob("*/*.pth")} == before
 
 
 def test_a_config_error_inside_a_hook_during_training_is_one_line_too(project, capsys, monkeypatch):
@@ -244,10 +249,10 @@ def test_sigint_saves_a_checkpoint_and_exits_130_without_a_traceback(project):
         [*COMMAND, "train", "run.yaml", "--set", "max_epochs=500", "--set", "default_hooks.logger.interval=1",
          "--work-dir", "out"], cwd=project, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
-    metrics = project / "out" / "metrics.jsonl"
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and process.poll() is None:
-        if metrics.exists() and metrics.read_text().count("\n") >= 2:
+        metrics = next((project / "out").glob("*/metrics.jsonl"), None)
+        if metrics is not None and metrics.read_text().count("\n") >= 2:
             break
         time.sleep(0.1)
     assert process.poll() is None, process.communicate()
@@ -256,9 +261,11 @@ def test_sigint_saves_a_checkpoint_and_exits_130_without_a_traceback(project):
     assert process.returncode == 128 + signal.SIGINT
     assert "Traceback" not in stderr and "Traceback" not in stdout
     assert "stopped by SIGINT" in stdout and "--resume auto" in stdout
-    saved = sorted(p.name for p in (project / "out").glob("iter_*.pth"))
+    [run_dir] = (project / "out").glob("2*")
+    saved = sorted(p.name for p in run_dir.glob("iter_*.pth"))
     assert len(saved) == 1
     assert "trained" not in stdout  # no success line for an interrupted run
+    assert (run_dir / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # drawn all the same
 
 
 def test_training_curves_keep_the_last_record_of_each_iteration(tmp_path):

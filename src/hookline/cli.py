@@ -1,10 +1,13 @@
-"""The ``hookline`` command: ``train``, ``hooks`` and ``inspect``.
+"""The ``hookline`` command: ``train``, ``test``, ``val``, ``hooks`` and ``inspect``.
 
 ::
 
-    hookline train [CONFIG] [--work-dir D] [--resume auto|PATH] [--set KEY=VALUE ...] [--profile-hooks]
+    hookline train [CONFIG] [--work-dir D] [--resume auto|PATH] [--set KEY=VALUE ...] [--test] ...
+    hookline test [CONFIG] [--checkpoint best|latest|PATH] [--work-dir D] [--set KEY=VALUE ...]
+    hookline val [CONFIG] [--checkpoint best|latest|PATH] [--work-dir D] [--set KEY=VALUE ...]
     hookline hooks [CONFIG] [--set KEY=VALUE ...]
     hookline inspect [MODEL] ...
+    hookline docs [TOPIC]
 
 Each subcommand's module is imported only when that subcommand runs, so
 ``hookline --help`` does not import torch. A :class:`ConfigError` prints one
@@ -36,20 +39,29 @@ from hookline.core import ConfigError, HookError
 COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "train": ("hookline.app.commands", "add_train_arguments", "run_train",
               "train the run a YAML/JSON config describes (the demo without one)"),
+    "test": ("hookline.app.eval_commands", "add_test_arguments", "run_test",
+             "evaluate a run's best/latest checkpoint on the config's test_dataloader"),
+    "val": ("hookline.app.eval_commands", "add_val_arguments", "run_val",
+            "evaluate a run's best/latest checkpoint on the config's val_dataloader"),
     "hooks": ("hookline.app.commands", "add_hooks_arguments", "run_hooks",
               "print a config's hook table, or list every registered hook"),
     "inspect": ("hookline.inspect.command", "add_arguments", "run",
                 "summarise a model; gradient/activation statistics and plots"),
+    "docs": ("hookline.app.docs_command", "add_arguments", "run",
+             "print the documentation: the topics, or one topic's Markdown"),
 }
 
 EPILOG = """examples:
-  hookline train                                  train the demo into work_dirs/demo
+  hookline train                                  train the demo into work_dirs/demo/<timestamp>/
   hookline train my.yaml --set optimizer.lr=0.05  train a config with one value changed
-  hookline train my.yaml --resume auto            continue from the newest checkpoint
+  hookline train my.yaml --resume auto            continue the last run from its newest checkpoint
+  hookline test                                   test the demo's best checkpoint (of the last run)
+  hookline test my.yaml --checkpoint latest       test a config's newest checkpoint (or a PATH)
   hookline hooks my.yaml                          which hook runs at which stage, in order
   hookline hooks                                  every registered hook
+  hookline docs cli                               the config format and every command's options
 
-Config format and options: docs/cli.md."""
+Documentation: hookline docs (the topics), hookline docs TOPIC (one of them)."""
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -227,7 +227,7 @@ def test_from_config_builds_every_part(tmp_path):
     assert isinstance(runner.optimizer, torch.optim.SGD)
     assert [type(s).__name__ for s, _ in runner.param_schedulers] == ["SequentialLR"]
     assert len(runner.train_dataloader.dataset) == 1438 and runner.train_dataloader.batch_size == 64
-    assert len(runner.val_dataloader.dataset) == 359
+    assert len(runner.val_dataloader.dataset) == 181
     assert "progress" not in runner.hooks.by_key()
     runner.train()
     assert runner.iter == 6 and 0.0 <= runner.message_hub.info["val_metrics"]["accuracy"] <= 1.0

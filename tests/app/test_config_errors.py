@@ -196,7 +196,7 @@ CASES: list[tuple[str, Callable[[dict, Path], None], tuple[str, ...]]] = [
     # -- model and dataset classes: their check_args runs, nothing is built or loaded
     ("model num_classes 0", set_("model.num_classes", 0), ("model", "num_classes", ">= 1")),
     ("dataset split 'tarin'", set_("train_dataloader.dataset.split", "tarin"),
-     ("train_dataloader.dataset", "split", "train, val, all")),
+     ("train_dataloader.dataset", "split", "train, val, test, all")),
     # -- default hook keys
     ("default_hooks.progres: null", set_("default_hooks.progres", None),
      ("'progres'", "did you mean 'progress'")),

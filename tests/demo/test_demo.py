@@ -8,6 +8,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from hookline.core.errors import ConfigError
 from hookline.demo import DigitsCNN, build_model, digits_datasets, load_digits
+from hookline.demo.data import digits_splits
+from hookline.demo.registry import DigitsDataset
 
 # Settings the 10-epoch numbers in the report were measured with.
 EPOCHS = 10
@@ -60,6 +62,30 @@ def test_split_is_stratified_deterministic_and_leaves_global_rng_alone() -> None
     images, labels = load_digits()
     assert len(rows(TensorDataset(images, labels))) == 1797  # no duplicate samples in the data
     assert not rows(train_ds) & rows(val_ds)
+
+
+def _rows(ds: TensorDataset) -> set[bytes]:
+    x, y = ds.tensors
+    return {bytes(x[i].mul(16).to(torch.uint8).flatten().tolist()) + bytes([int(y[i])])
+            for i in range(len(y))}
+
+
+def test_val_and_test_are_stratified_halves_of_the_held_out_images() -> None:
+    train_ds, held_out = digits_datasets(val_fraction=0.2, seed=0)
+    splits = digits_splits(val_fraction=0.2, seed=0)
+    # training data unchanged by the test split
+    assert all(torch.equal(a, b) for a, b in zip(splits["train"].tensors, train_ds.tensors))
+    val, test = splits["val"], splits["test"]
+    assert (len(val), len(test)) == (181, 178)
+    assert not _rows(val) & _rows(test) and _rows(val) | _rows(test) == _rows(held_out)
+    val_counts, test_counts = (torch.bincount(ds.tensors[1], minlength=10) for ds in (val, test))
+    assert torch.all((val_counts - test_counts).abs() <= 1) and int(test_counts.min()) >= 17
+    for split, dataset in (("train", train_ds), ("val", val), ("test", test)):
+        built = DigitsDataset(split)
+        assert all(torch.equal(a, b) for a, b in zip(built.tensors, dataset.tensors)), split
+    assert repr(DigitsDataset("test")) == "DigitsDataset(split='test', size=178)"
+    with pytest.raises(ConfigError, match="train, val, test, all"):
+        DigitsDataset("testing")
 
 
 def test_split_arguments() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from hookline.app.config import load_config
+from hookline.app.run_dirs import run_dirs
 from hookline.demo.registry import demo_config_path
 
 SCRIPT = Path(sys.executable).with_name("hookline")
@@ -20,7 +21,7 @@ def test_demo_trains_to_95_percent_and_fills_its_work_dir(tmp_path):
     result = subprocess.run([*COMMAND, "train", "--work-dir", "demo"], cwd=tmp_path, capture_output=True,
                             text=True, timeout=240)
     assert result.returncode == 0, result.stderr
-    work_dir = tmp_path / "demo"
+    [work_dir] = run_dirs(tmp_path / "demo")  # demo/<timestamp>/: this run's folder
     records = [json.loads(line) for line in (work_dir / "metrics.jsonl").read_text().splitlines()]
     val = [r for r in records if r["mode"] == "val"]
     assert [r["epoch"] for r in val] == list(range(1, 11))
@@ -32,7 +33,8 @@ def test_demo_trains_to_95_percent_and_fills_its_work_dir(tmp_path):
     summary, outputs = result.stdout.strip().splitlines()[-2:]
     assert summary.startswith("trained 10/10 epochs (450 iterations) in ")
     assert f"accuracy {val[-1]['accuracy']:.4f}" in summary
-    assert outputs.startswith("outputs in demo: config.yaml, log.txt, metrics.jsonl, checkpoints (")
+    assert outputs.startswith(f"outputs in demo/{work_dir.name}: config.yaml, log.txt, metrics.jsonl, "
+                              "checkpoints (")
     assert outputs.endswith("curves.png")
 
     # resolved config, log, checkpoints (last two + best), curves

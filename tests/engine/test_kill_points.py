@@ -81,6 +81,6 @@ def test_sigterm_during_the_final_validation_checkpoints_and_the_resume_has_noth
     stopped = toy(work_dir, "--fault", "after_val_iter@32:SIGTERM")
     assert stopped.returncode == 128 + signal.SIGTERM
     assert "Traceback" not in stopped.stdout + stopped.stderr
-    assert stopped.stdout.count("stopped by SIGTERM at after epoch 4, iteration 32") == 1
+    assert stopped.stdout.count("stopped by SIGTERM after epoch 4 (iteration 32)") == 1
     output = resume_and_check(work_dir, tmp_path, reference)
     assert output.count("nothing left to train") == 1

@@ -144,7 +144,7 @@ def test_a_finished_run_resumed_says_so_once_and_trains_nothing(tmp_path, refere
     lines = [line for line in (tmp_path / "log.txt").read_text().splitlines()
              if "nothing left to train" in line]
     assert len(lines) == 1
-    assert "after epoch 4, iteration 32: all 4 epochs are done; raise max_epochs" in lines[0]
+    assert "after epoch 4 (iteration 32): all 4 epochs are done; raise max_epochs" in lines[0]
 
 
 class StopAfterEpoch(Hook):
@@ -159,7 +159,7 @@ def test_a_run_stopped_early_and_resumed_says_why_it_trains_nothing(tmp_path):
     again.train()
     assert again.iter == 16
     log = (tmp_path / "log.txt").read_text()
-    assert "nothing left to train at after epoch 2, iteration 16: the run had stopped early" in log
+    assert "nothing left to train after epoch 2 (iteration 16): the run had stopped early" in log
 
 
 def test_the_resume_line_counts_epochs_from_one(tmp_path):
@@ -169,7 +169,7 @@ def test_the_resume_line_counts_epochs_from_one(tmp_path):
                     checkpoint_every=8).train()
     make_runner(tmp_path, resume="auto", max_epochs=2, checkpoint_every=8).train()
     log = (tmp_path / "log.txt").read_text()
-    assert "iter_16.pth (epoch 2, batch 8, iteration 16)" in log
+    assert "iter_16.pth, continuing after batch 8 of epoch 2 (iteration 16)" in log
     assert "iter 16)" not in log
 
 

@@ -132,3 +132,49 @@ def test_no_thresholds_no_alerts_and_bad_thresholds_are_config_errors():
     for bad in (1.5, -0.1, "high", True):
         with pytest.raises(ConfigError, match="dead_threshold must be a fraction"):
             ActivationStats(model, dead_threshold=bad)
+
+
+class _Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 8, batch_first=True)
+        self.lstm = nn.LSTM(8, 6, num_layers=2, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(self.gru(x)[0])[0]
+
+
+def test_gru_and_lstm_record_their_output_sequence():
+    torch.manual_seed(0)
+    model = _Recurrent()
+    x = torch.randn(3, 5, 4)
+    with ActivationStats(model, types=[nn.GRU, nn.LSTM]) as stats:
+        model(x)
+    gru_out, _h = model.gru(x)
+    lstm_out, (h_n, _c) = model.lstm(gru_out)
+    report = stats.report()
+    for name, out in (("gru", gru_out), ("lstm", lstm_out)):
+        assert report[name]["calls"] == 1
+        assert report[name]["mean"] == pytest.approx(out.mean().item(), abs=1e-6)
+        assert report[name]["max"] == pytest.approx(out.max().item())
+        assert stats.sample(name).numel() == out.numel()
+    assert h_n.shape[0] == 2 and stats.sample("lstm").numel() != h_n.numel()  # the sequence, not h_n
+
+
+def test_packed_sequences_record_their_data_and_outputs_without_tensors_warn_once():
+    gru = nn.GRU(3, 4)
+    packed = nn.utils.rnn.pack_padded_sequence(torch.randn(5, 2, 3), [5, 2])
+    with ActivationStats(gru, types=nn.GRU) as stats:
+        out, _ = gru(packed)
+    assert stats.sample("").numel() == out.data.numel() == 7 * 4
+
+    class Counter(nn.Module):
+        def forward(self, x):
+            return {"count": int(x.numel())}
+
+    model = nn.Sequential(Counter())
+    with ActivationStats(model, types=Counter) as stats, pytest.warns(UserWarning) as caught:
+        model(torch.ones(2))
+        model(torch.ones(2))
+    assert len([w for w in caught if "ActivationStats: 0 (Counter) returned a dict" in str(w.message)]) == 1
+    assert stats.report() == {}

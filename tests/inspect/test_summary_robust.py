@@ -166,6 +166,9 @@ def test_input_sizes_that_are_refused_name_input_size(bad, message):
         summary(nn.Linear(3, 3), input_size=bad)
 
 
-def test_bad_dtypes_are_config_errors():
+def test_bad_dtypes_are_config_errors_and_dtype_names_are_accepted():
     with pytest.raises(ConfigError, match="dtypes must be torch dtypes"):
-        summary(nn.Linear(3, 3), input_size=(1, 3), dtypes=["float"])
+        summary(nn.Linear(3, 3), input_size=(1, 3), dtypes=[3])
+    with pytest.raises(ConfigError, match="unknown dtype 'flaot'; accepted names: float, float32"):
+        summary(nn.Linear(3, 3), input_size=(1, 3), dtypes=["flaot"])
+    assert summary(nn.Linear(3, 3), input_size=(1, 3), dtypes=["float"]).total_params == 12

@@ -1,8 +1,10 @@
 """``hookline train`` and ``hookline hooks``: the training command-line subcommands.
 
 ``hookline train [CONFIG] [--work-dir D] [--resume auto|PATH] [--set KEY=VALUE ...]
-[--profile-hooks] [--no-curves]`` trains the run a config describes (the
-packaged demo when CONFIG is left out). ``hookline hooks [CONFIG]`` prints the
+[--test] [--profile-hooks] [--no-curves]`` trains the run a config describes (the
+packaged demo when CONFIG is left out) in a run folder of its own,
+``D/<timestamp>/`` (:mod:`hookline.app.run_dirs`); ``--resume auto``
+continues the last run in its folder. ``hookline hooks [CONFIG]`` prints the
 hook table of that run without training, or with no CONFIG the catalog of
 every registered hook. :mod:`hookline.cli` wires these in; each command is an
 ``add_*_arguments(parser)`` / ``run_*(args) -> exit code`` pair.
@@ -23,6 +25,8 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import tempfile
 import time
@@ -30,44 +34,36 @@ from pathlib import Path
 from typing import Any
 
 from hookline.core import ConfigError
-from hookline.demo.registry import demo_config_path
+from hookline.engine import distributed
 from hookline.engine.logs import close_logger
 from hookline.hooks.catalog import hook_catalog
 
-from .config import apply_overrides, build_runner, load_config
+from .command_common import (
+    add_config_arguments,
+    add_work_dir_argument,
+    load_command_config,
+    work_dir_of,
+)
+from .config import SAVED_NAME, build_runner, resolve_config, save_config
+from .eval_commands import checkpoint_of_run, evaluate_checkpoint, require_loader
+from .run_dirs import is_run_dir_name, last_run_with_checkpoints, new_run_dir, write_last_run
 
-DEFAULT_WORK_DIRS = Path("work_dirs")
 CURVES_FILE = "curves.png"
-
-
-# -- shared ---------------------------------------------------------------------------------------
-def _add_config_arguments(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("config", nargs="?", default=None, metavar="CONFIG",
-                        help=f"a YAML or JSON config file; {what}")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE",
-                        help="override a config value: dotted keys, list items as hooks[0].interval, "
-                             "values read as YAML (e.g. --set optimizer.lr=0.05 --set "
-                             "default_hooks.progress=null); repeatable")
-
-
-def _load(args: argparse.Namespace) -> tuple[dict, str]:
-    """The config (overrides applied) and the name of the run."""
-    if args.config is None:
-        return apply_overrides(load_config(demo_config_path()), args.overrides), "demo"
-    return apply_overrides(load_config(args.config), args.overrides), Path(args.config).stem
 
 
 # -- train ----------------------------------------------------------------------------------------
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``hookline train``'s arguments to ``parser``."""
-    _add_config_arguments(parser, "without one, train the demo (a CNN on the bundled digits)")
-    parser.add_argument("--work-dir", default=None, metavar="DIR",
-                        help="where the resolved config, log.txt, metrics.jsonl, checkpoints and "
-                             "curves.png go (default: the config's work_dir, else work_dirs/<config name>)")
+    add_config_arguments(parser, "without one, train the demo (a CNN on the bundled digits)")
+    add_work_dir_argument(parser, "the folder runs go into: each run writes its config, log.txt, "
+                                  "metrics.jsonl, checkpoints and curves.png into DIR/<timestamp>/")
     parser.add_argument("--resume", default=None, metavar="auto|PATH",
-                        help="'auto': continue from the newest checkpoint in the work dir (start fresh "
-                             "if there is none); or a checkpoint path")
+                        help="'auto': continue the last run of the work dir that wrote checkpoints, "
+                             "in its folder, from its newest checkpoint (a new run if there is "
+                             "none); or a checkpoint path")
+    parser.add_argument("--test", action="store_true",
+                        help="after training, evaluate the best checkpoint (else the last one) on "
+                             "the config's test_dataloader, as hookline test does")
     parser.add_argument("--profile-hooks", action="store_true",
                         help="time every hook call and print a (hook, stage, calls, total ms) table at "
                              "the end")
@@ -76,19 +72,41 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """Train the configured run; 0 on success. A signal ends it with ``TrainingInterrupted``
-    (exit code 128 + signal number) after a checkpoint is saved."""
-    cfg, name = _load(args)
-    work_dir = args.work_dir or cfg.get("work_dir") or DEFAULT_WORK_DIRS / name
-    runner = build_runner(cfg, work_dir=work_dir, resume=args.resume, for_training=True)
-    if args.resume is None and cfg.get("resume") is None and (runner.work_dir / "latest").exists():
-        runner.logger.info("%s already holds checkpoints: starting a new run "
-                           "(pass --resume auto to continue the last one)", runner.work_dir)
+    """Train the configured run in a run folder of its work dir; 0 on success. A signal ends
+    it with ``TrainingInterrupted`` (exit code 128 + signal number) after a checkpoint is
+    saved; ``curves.png`` is drawn for an interrupted or failed run too."""
+    cfg, name = load_command_config(args)
+    work_dir = work_dir_of(args, cfg, name)
+    resume = args.resume if args.resume is not None else cfg.get("resume")
+    if args.test:
+        require_loader(cfg, "test", "hookline train --test")
+        if distributed.launched_world_size() > 1:
+            raise ConfigError("hookline train --test evaluates in one process; after a "
+                              "multi-process training run hookline test (with torchrun, too)")
+    # the whole config is checked before a run folder is made
+    resolve_config(cfg, work_dir=work_dir, resume=resume, for_training=True)
+    run_dir, earlier = choose_run_dir(work_dir, resume)
+    runner = build_runner(cfg, work_dir=run_dir, resume=resume, for_training=True)
+    if runner.config is not None:  # the saved config trains a new run beside this one
+        runner.config["work_dir"] = str(work_dir)
+        if runner.is_main_process:
+            save_config(runner.config, runner.work_dir / SAVED_NAME)
+    if earlier is not None:
+        runner.logger.info("a new run in %s; the last run is in %s (--resume auto continues it)",
+                           run_dir, earlier)
+    if cfg.get("test_dataloader") is not None and not args.test:
+        runner.logger.warning("the config's test_dataloader is not used by training: add --test "
+                              "to test the best checkpoint after training, or run hookline test")
     if args.profile_hooks:
         runner.hooks.start_profiling()
     start = time.perf_counter()
     try:
         runner.train()
+    except BaseException:
+        if runner.is_main_process and not args.no_curves:
+            with contextlib.suppress(Exception):  # the error that stopped training comes first
+                _print_note(write_training_curves(runner.work_dir))
+        raise
     finally:
         if args.profile_hooks and runner.is_main_process:
             print(profile_table(runner), flush=True)
@@ -96,7 +114,43 @@ def run_train(args: argparse.Namespace) -> int:
     if runner.is_main_process:
         outputs = _outputs(runner, write_curves=not args.no_curves)
         print(f"{summary(runner, elapsed)}\noutputs in {runner.work_dir}: {outputs}", flush=True)
+        if args.test:
+            checkpoint = checkpoint_of_run(runner.work_dir, None)
+            _, line, out = evaluate_checkpoint(cfg, checkpoint, "test")
+            print(f"{line}\nsaved to {out}", flush=True)
     return 0
+
+
+def choose_run_dir(work_dir: Path, resume: Any) -> tuple[Path, Path | None]:
+    """The folder this run writes into, and (for a new run) the last earlier run with
+    checkpoints, if any.
+
+    ``resume="auto"``: the last run with checkpoints (a resumed run is the same run), else
+    a new one; a checkpoint path in one of this work dir's runs (or in the work dir itself,
+    hookline 0.1's flat layout): that run; anything else: a new run folder. Only the main
+    process (``RANK`` 0) makes folders and writes the ``last_run`` pointer.
+    """
+    main = int(os.environ.get("RANK", "0")) == 0
+    earlier = last_run_with_checkpoints(work_dir)
+    if resume == "auto" and earlier is not None:
+        target: Path | None = earlier
+    elif resume is not None and resume != "auto":
+        folder = Path(str(resume)).parent
+        inside = folder.resolve() == work_dir.resolve() or (
+            is_run_dir_name(folder.name) and folder.parent.resolve() == work_dir.resolve())
+        target = folder if inside else None
+    else:
+        target = None
+    if target is not None:
+        if main:
+            write_last_run(work_dir, target)
+        return target, None
+    return new_run_dir(work_dir, create=main), earlier
+
+
+def _print_note(note: str | None) -> None:
+    if note:
+        print(note, flush=True)
 
 
 def summary(runner: Any, seconds: float) -> str:
@@ -119,9 +173,7 @@ def summary(runner: Any, seconds: float) -> str:
 def _outputs(runner: Any, write_curves: bool) -> str:
     work_dir = Path(runner.work_dir)
     if write_curves:
-        note = write_training_curves(work_dir)
-        if note:
-            print(note, flush=True)
+        _print_note(write_training_curves(work_dir))
     names = sorted(p.name for p in work_dir.iterdir() if p.is_file())
     checkpoints = [n for n in names if n.endswith(".pth")]
     others = [n for n in ("config.yaml", "log.txt", "metrics.jsonl", CURVES_FILE) if n in names]
@@ -172,10 +224,10 @@ def profile_table(runner: Any) -> str:
 # -- hooks ----------------------------------------------------------------------------------------
 def add_hooks_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``hookline hooks``' arguments to ``parser``."""
-    _add_config_arguments(parser, "print the hook table of its run (which hook runs at which stage, "
+    add_config_arguments(parser, "print the hook table of its run (which hook runs at which stage, "
                                   "in order) without training; without one, list every registered hook")
     parser.add_argument("--markdown", action="store_true",
-                        help="print the hook catalog as a Markdown table (no CONFIG)")
+                        help="print Markdown: the run's hook table with CONFIG, else the catalog")
 
 
 def run_hooks(args: argparse.Namespace) -> int:
@@ -185,12 +237,12 @@ def run_hooks(args: argparse.Namespace) -> int:
             raise ConfigError("--set applies to a CONFIG: hookline hooks CONFIG --set KEY=VALUE")
         print(hook_catalog(markdown=args.markdown))
         return 0
-    cfg, _ = _load(args)
+    cfg, _ = load_command_config(args)
     cfg.pop("num_threads", None)  # nothing is trained: leave this process's threads alone
     scratch = tempfile.mkdtemp(prefix="hookline-hooks-")
     try:
         runner = build_runner(cfg, work_dir=scratch)
-        print(runner.hook_table())
+        print(runner.hooks.table(markdown=args.markdown))
         close_logger(runner.logger)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

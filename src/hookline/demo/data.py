@@ -13,6 +13,8 @@ Example::
     >>> train_ds, val_ds = digits_datasets(val_fraction=0.2, seed=0)
     >>> len(train_ds) + len(val_ds)
     1797
+    >>> {name: len(ds) for name, ds in digits_splits().items()}  # the held-out 359 halved
+    {'train': 1438, 'val': 181, 'test': 178}
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from torch.utils.data import TensorDataset
 
 from hookline.core.errors import ConfigError
 
-__all__ = ["DATA_FILE", "NUM_CLASSES", "digits_datasets", "load_digits"]
+__all__ = ["DATA_FILE", "NUM_CLASSES", "digits_datasets", "digits_splits", "load_digits"]
 
 #: File name of the packaged data, inside ``hookline.demo``.
 DATA_FILE = "digits.npz"
@@ -74,24 +76,59 @@ def load_digits() -> tuple[torch.Tensor, torch.Tensor]:
 
 def _stratified_split(
     labels: torch.Tensor, val_fraction: float, seed: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Train and validation indices: from each class, ``round(n * val_fraction)`` random
-    samples go to validation. Uses its own generator; the global RNG is untouched."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Train, validation and test indices: from each class, ``round(n * val_fraction)``
+    random samples are held out, the first half of them (rounded up) for validation and
+    the rest for test. Uses its own generator; the global RNG is untouched."""
     generator = torch.Generator().manual_seed(seed)
-    train_parts, val_parts = [], []
+    parts: tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]] = ([], [], [])
     for cls in torch.unique(labels).tolist():
         members = torch.nonzero(labels == cls, as_tuple=True)[0]
         members = members[torch.randperm(len(members), generator=generator)]
         n_val = int(round(len(members) * val_fraction))
-        val_parts.append(members[:n_val])
-        train_parts.append(members[n_val:])
-    train_idx = torch.sort(torch.cat(train_parts)).values
-    val_idx = torch.sort(torch.cat(val_parts)).values
-    return train_idx, val_idx
+        n_half = (n_val + 1) // 2
+        parts[0].append(members[n_val:])
+        parts[1].append(members[:n_half])
+        parts[2].append(members[n_half:n_val])
+    train_idx, val_idx, test_idx = (torch.sort(torch.cat(p)).values for p in parts)
+    return train_idx, val_idx, test_idx
+
+
+def _check_split_args(val_fraction: float, seed: int, owner: str) -> None:
+    if (
+        isinstance(val_fraction, bool)
+        or not isinstance(val_fraction, (int, float))
+        or not (0.0 <= val_fraction < 1.0)
+    ):
+        raise ConfigError(f"{owner}: val_fraction must be a number in [0, 1), got {val_fraction!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"{owner}: seed must be an int, got {seed!r}")
+
+
+def digits_splits(val_fraction: float = 0.2, seed: int = 0) -> dict[str, TensorDataset]:
+    """The digits as ``{"train": ..., "val": ..., "test": ...}`` :class:`TensorDataset` s.
+
+    ``train`` is the same as :func:`digits_datasets`' (1,438 images with the
+    defaults); the held-out share (``val_fraction`` of each digit, 359 images)
+    is split in two stratified halves: ``val`` (181) and ``test`` (178).
+    Depends only on ``seed``, never on the global RNG state.
+
+    Example::
+
+        >>> splits = digits_splits()
+        >>> sum(len(ds) for ds in splits.values())
+        1797
+    """
+    _check_split_args(val_fraction, seed, "digits_splits")
+    images, labels = load_digits()
+    indices = _stratified_split(labels, float(val_fraction), seed)
+    return {name: TensorDataset(images[idx], labels[idx])
+            for name, idx in zip(("train", "val", "test"), indices)}
 
 
 def digits_datasets(val_fraction: float = 0.2, seed: int = 0) -> tuple[TensorDataset, TensorDataset]:
-    """The digits split into ``(train_ds, val_ds)`` :class:`~torch.utils.data.TensorDataset` s.
+    """The digits split into ``(train_ds, held_out_ds)`` :class:`~torch.utils.data.TensorDataset` s
+    (:func:`digits_splits` halves the held-out share into validation and test).
 
     The split is stratified (each digit is split in the same proportion) and
     depends only on ``seed``, never on the global RNG state. Each item is
@@ -107,17 +144,11 @@ def digits_datasets(val_fraction: float = 0.2, seed: int = 0) -> tuple[TensorDat
         >>> tuple(image.shape), label.dtype
         ((1, 8, 8), torch.int64)
     """
-    if (
-        isinstance(val_fraction, bool)
-        or not isinstance(val_fraction, (int, float))
-        or not (0.0 <= val_fraction < 1.0)
-    ):
-        raise ConfigError(f"digits_datasets: val_fraction must be a number in [0, 1), got {val_fraction!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ConfigError(f"digits_datasets: seed must be an int, got {seed!r}")
+    _check_split_args(val_fraction, seed, "digits_datasets")
     images, labels = load_digits()
-    train_idx, val_idx = _stratified_split(labels, float(val_fraction), seed)
+    train_idx, val_idx, test_idx = _stratified_split(labels, float(val_fraction), seed)
+    held_out = torch.sort(torch.cat([val_idx, test_idx])).values
     return (
         TensorDataset(images[train_idx], labels[train_idx]),
-        TensorDataset(images[val_idx], labels[val_idx]),
+        TensorDataset(images[held_out], labels[held_out]),
     )

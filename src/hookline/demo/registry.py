@@ -11,7 +11,7 @@ Example::
     >>> import hookline.demo.registry
     >>> val = DATASETS.build({"type": "DigitsDataset", "split": "val"})
     >>> len(val), type(MODELS.build({"type": "DigitsCNN"})).__name__
-    (359, 'DigitsCNN')
+    (181, 'DigitsCNN')
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from torch.utils.data import TensorDataset
 
 from hookline.core import ConfigError
-from hookline.demo.data import digits_datasets
+from hookline.demo.data import digits_splits
 from hookline.demo.model import DigitsCNN
 from hookline.engine.checks import finite_float
 from hookline.engine.registries import DATASETS, MODELS
@@ -32,28 +32,29 @@ __all__ = ["CONFIG_FILE", "DigitsDataset", "demo_config_path"]
 #: name of the packaged demo config, inside ``hookline.demo``
 CONFIG_FILE = "config.yaml"
 
-SPLITS = ("train", "val", "all")
+SPLITS = ("train", "val", "test", "all")
 
 
 class DigitsDataset(TensorDataset):
     """One split of the UCI digits as ``(image, label)`` pairs (see :func:`digits_datasets`).
 
     Args:
-        split: ``"train"`` (1,438 images with the defaults), ``"val"`` (359) or ``"all"`` (1,797).
-        val_fraction: share of each digit that goes to ``"val"``.
+        split: ``"train"`` (1,438 images with the defaults), ``"val"`` (181), ``"test"``
+            (178: ``"val"`` and ``"test"`` are stratified halves of the 359 held out) or
+            ``"all"`` (1,797).
+        val_fraction: share of each digit held out from ``"train"`` for ``"val"`` and ``"test"``.
         seed: seed of the split (the same seed gives the same split; the global RNG is untouched).
 
     Example::
 
-        >>> len(DigitsDataset("train")), len(DigitsDataset("all"))
-        (1438, 1797)
+        >>> len(DigitsDataset("train")), len(DigitsDataset("test")), len(DigitsDataset("all"))
+        (1438, 178, 1797)
     """
 
     def __init__(self, split: str = "train", val_fraction: float = 0.2, seed: int = 0) -> None:
         self.check_args(split=split, val_fraction=val_fraction, seed=seed)
-        train, val = digits_datasets(val_fraction=0.0 if split == "all" else val_fraction, seed=seed)
-        chosen = val if split == "val" else train
-        super().__init__(*chosen.tensors)
+        splits = digits_splits(val_fraction=0.0 if split == "all" else val_fraction, seed=seed)
+        super().__init__(*splits["train" if split == "all" else split].tensors)
         self.split = split
 
     @staticmethod
@@ -62,10 +63,10 @@ class DigitsDataset(TensorDataset):
 
         Example::
 
-            >>> DigitsDataset.check_args(split="tarin")
+            >>> DigitsDataset.check_args(split="tarin")  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            hookline.core.errors.ConfigError: DigitsDataset split must be one of train, val, all; got 'tarin'
+            hookline.core.errors.ConfigError: DigitsDataset split must be one of ... got 'tarin'
         """
         if split not in SPLITS:
             raise ConfigError(f"DigitsDataset split must be one of {', '.join(SPLITS)}; got {split!r}")

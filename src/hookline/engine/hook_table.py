@@ -188,24 +188,50 @@ class HookTable:
         return HookProfile(rows)
 
     # -- reporting ---------------------------------------------------------------------
-    def table(self) -> str:
-        """The stage-by-hook call order as text (MMEngine's startup log), one line per stage."""
+    def table(self, markdown: bool = False) -> str:
+        """The stage-by-hook call order, one line per stage that has hooks: text
+        (MMEngine's startup log, ``EMAHook(ABOVE_NORMAL)``) or, with ``markdown``, a
+        Markdown table whose priorities carry their numbers (``ABOVE_NORMAL (40)``).
+        At a stage a smaller priority number runs first; equal ones keep the order
+        the hooks were added in, default hooks first.
+
+        Example::
+
+            >>> from hookline import Hook
+            >>> class Saver(Hook):
+            ...     priority = "VERY_LOW"
+            ...     def after_train_epoch(self, runner): ...
+            >>> table = HookTable()
+            >>> _ = table.add(Saver())
+            >>> print(table.table(markdown=True))
+            | stage | hooks in call order (smaller priority number first) |
+            |---|---|
+            | `after_train_epoch` | `Saver` VERY_LOW (90) |
+        """
         width = max(len(stage) for stage in STAGES)
-        lines = []
+        lines = ["| stage | hooks in call order (smaller priority number first) |", "|---|---|"] \
+            if markdown else []
         for stage in STAGES:
             methods = self.stages[stage]
-            if methods:
+            if not methods:
+                continue
+            if markdown:
+                hooks = ", ".join(f"`{type(m.__self__).__name__}` {self._priority_name(m.__self__, True)}"
+                                  for m in methods)
+                lines.append(f"| `{stage}` | {hooks} |")
+            else:
                 hooks = ", ".join(f"{type(m.__self__).__name__}({self._priority_name(m.__self__)})"
                                   for m in methods)
                 lines.append(f"{stage:<{width}}  {hooks}")
         return "\n".join(lines)
 
-    def _priority_name(self, hook: Hook) -> str:
+    def _priority_name(self, hook: Hook, with_value: bool = False) -> str:
         level = self.priority_of(hook)
         try:
-            return Priority(level).name
+            name = Priority(level).name
         except ValueError:
             return str(level)
+        return f"{name} ({level})" if with_value else name
 
 
 class HookTiming(NamedTuple):

@@ -168,7 +168,7 @@ class TrainLoop(BaseLoop):
         if stages["before_train_iter"]:
             hooks.call(runner, "before_train_iter", batch_idx=batch_idx, data_batch=data_batch)
         try:
-            outputs = runner.train_step(data_batch)
+            outputs = runner.train_step(data_batch, batch_in_epoch)
         except Exception as exc:
             _note(exc, f"hookline: raised in the training step of iteration {self.iter} "
                        f"(epoch {self.epoch + 1}, batch {batch_in_epoch})")
@@ -205,7 +205,7 @@ class TrainLoop(BaseLoop):
             reason = f"all {self.max_iters} iterations are done; raise max_iters to train on"
         else:
             return
-        self.runner.logger.info("nothing left to train at %s: %s", describe_position(
+        self.runner.logger.info("nothing left to train %s: %s", describe_position(
             *state.resume_point, by_epoch=self.by_epoch), reason)
 
     def _count_updates(self, start: int, total: int) -> None:
@@ -287,7 +287,8 @@ class EpochBasedTrainLoop(TrainLoop):
 @LOOPS.register()
 class IterBasedTrainLoop(TrainLoop):
     """``max_iters`` iterations, cycling the data; ``batch_idx`` is the global iteration
-    (MMEngine's meaning) and the epoch stages fire once, around the whole run."""
+    (MMEngine's meaning) and the epoch stages fire once, around the whole run. (A model's
+    ``training_step(batch, batch_idx)`` gets the position in the current pass over the data.)"""
 
     by_epoch = False
 
@@ -393,7 +394,7 @@ class ValLoop(BaseLoop):
         data_batch = move_to(data_batch, runner.device)
         runner.hooks.call(runner, f"before_{mode}_iter", batch_idx=batch_idx, data_batch=data_batch)
         try:
-            outputs = runner.eval_step(data_batch, mode)
+            outputs = runner.eval_step(data_batch, mode, batch_idx)
         except Exception as exc:
             _note(exc, f"hookline: raised in the {mode} step of batch {batch_idx}")
             raise

@@ -37,21 +37,25 @@ from collections.abc import Iterator
 
 def describe_position(epoch: int, batch: int, iteration: int, *, by_epoch: bool = True,
                       val_pending: bool = False) -> str:
-    """A resume point in words, counting epochs from 1 as the logs do.
+    """A resume point in words, counting epochs and batches from 1 as the log lines do
+    (``Epoch(train) [3][5/45]`` ends where ``after batch 5 of epoch 3`` is).
+
+    The one wording of a point: the line a signal stops a run with and the line a
+    resumed run starts with name it the same way.
 
     Example::
 
         >>> describe_position(2, 0, 90), describe_position(2, 5, 95)
-        ('after epoch 2, iteration 90', 'epoch 3, batch 5, iteration 95')
+        ('after epoch 2 (iteration 90)', 'after batch 5 of epoch 3 (iteration 95)')
         >>> describe_position(0, 0, 40, by_epoch=False, val_pending=True)
-        'iteration 40, before its validation'
+        'after iteration 40, before its validation'
     """
     if not by_epoch:
-        where = f"iteration {iteration}"
+        where = f"after iteration {iteration}"
     elif batch == 0:
-        where = f"after epoch {epoch}, iteration {iteration}"
+        where = f"after epoch {epoch} (iteration {iteration})"
     else:
-        where = f"epoch {epoch + 1}, batch {batch}, iteration {iteration}"
+        where = f"after batch {batch} of epoch {epoch + 1} (iteration {iteration})"
     return where + (", before its validation" if val_pending else "")
 
 

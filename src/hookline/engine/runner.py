@@ -12,7 +12,7 @@ Example::
     ...                 val_dataloader=DataLoader(data, batch_size=32), metrics={"acc": "accuracy"},
     ...                 work_dir=tempfile.mkdtemp(), default_hooks={"logger": None})
     >>> model = runner.train()  # doctest: +ELLIPSIS
-    2... - hookline - INFO - hooks by stage:
+    2... - hookline - INFO - model: Linear, 10 parameters (10 trainable); ...
     ...
     >>> runner.iter
     8
@@ -34,11 +34,12 @@ from hookline.core import ConfigError, HookHandle
 
 from . import distributed
 from .arguments import check_runner_arguments
-from .build import build_optim_wrapper, build_schedulers
+from .build import build_schedulers
 from .checkpoint import CheckpointError, CheckpointWriter, load, resume_or_load, save
 from .checks import positive_int
 from .closure_hook import ClosureHook
 from .config_dict import ConfigDict, plain_arguments
+from .configure_optimizers import build_optimization
 from .data import build_dataloader
 from .default_hooks import default_hook_specs
 from .environment import destroy_at_exit, resolve_device, seed_everything
@@ -50,8 +51,10 @@ from .logs import close_logger, make_logger, set_current_logger
 from .loops import TestLoop, TrainLoop, ValLoop, train_loop_config
 from .message_hub import MessageHub
 from .registries import DATASETS, HOOKS, LOOPS, LOSSES, MODELS
+from .run_header import log_run_header
 from .run_state import RunState
 from .runner_attributes import RunnerAttributes
+from .schedule_length import SchedulerSteps, check_run_length, fill_run_lengths
 from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal
 from .step import StepModule, check_contract, make_step, make_train_step
 from .visualizer import Visualizer
@@ -128,18 +131,22 @@ class Runner(RunnerAttributes):
                                      save_dir=self.work_dir / self.timestamp / "vis_data")
         self._setup_model(model, loss_fn)
         self._optim_wrapper: OptimWrapperLike | None = None
-        self.optim_wrapper = build_optim_wrapper(optimizer, optim_wrapper, self.model)
-        self.param_schedulers = build_schedulers(param_scheduler, self.optimizer)
-        self.metrics = build_metrics(metrics)
+        self.metrics = build_metrics(metrics)  # with neither optimizer: configure_optimizers()
+        self.optim_wrapper, model_schedulers = build_optimization(
+            optimizer, optim_wrapper, self.model, self.metrics)
         self.outputs: dict[str, Any] | None = None
         self.state = RunState()
         self._build_loops(train_dataloader, val_dataloader, test_dataloader,
                           max_epochs, max_iters, val_interval, train_loop)
+        steps = SchedulerSteps.of_run(self.train_loop, self.optim_wrapper)  # T_max left to the run
+        self.param_schedulers = model_schedulers + build_schedulers(
+            fill_run_lengths(param_scheduler, steps), self.optimizer)
+        check_run_length(self.param_schedulers, steps)  # a OneCycleLR the run outlasts: an error now
         self._resume, self._load_from, self._loaded = resume, load_from, False
         #: writes checkpoints in order on a background thread (``save_checkpoint(background=True)``)
         self.checkpoint_writer = CheckpointWriter()
-        self._train_step: Callable[[Any], dict[str, Any]] | None = None
-        self._eval_steps: dict[str, Callable[[Any], Any]] = {}
+        self._train_step: Callable[..., dict[str, Any]] | None = None
+        self._eval_steps: dict[str, Callable[..., Any]] = {}
         self._stop: StopRequest | None = None
         self.hooks = HookTable()
         self._register_default_hooks(default_hooks)
@@ -276,10 +283,10 @@ class Runner(RunnerAttributes):
         check_contract(self.model, self.loss_fn)
         if self._optim_wrapper is None and not hasattr(self.model, "train_step"):
             raise ConfigError("train() needs an optimizer: pass optimizer= (e.g. {'type': 'SGD', "
-                              "'lr': 0.01}) or optim_wrapper= to the Runner")
+                              "'lr': 0.01}) or optim_wrapper=, or give the model configure_optimizers()")
         with self._running(), StopRequest() as self._stop:
-            self._load_or_resume()
-            self.logger.info("hooks by stage:\n%s", self.hook_table())
+            self._load_or_resume(training=True)
+            log_run_header(self)  # the hook table goes to log.txt only
             self.model.train()
             self.train_loop.run()
         self._stop = None
@@ -323,15 +330,15 @@ class Runner(RunnerAttributes):
             raise
         self.hooks.call(self, "after_run")
 
-    def train_step(self, batch: Any) -> dict[str, Any]:
-        """One training step on a device batch: forward, loss and the optimizer update."""
+    def train_step(self, batch: Any, batch_idx: int = 0) -> dict[str, Any]:
+        """One training step on a device batch (``batch_idx``: its index in the epoch)."""
         step = self._train_step
         if step is None:  # resolved once per run (see _running), not every iteration
             step = self._train_step = make_train_step(self.model, self.loss_fn,
                                                       self._optim_wrapper, self.ddp_model)
-        return step(batch)
+        return step(batch, batch_idx)
 
-    def eval_step(self, batch: Any, mode: str = "val") -> Any:
+    def eval_step(self, batch: Any, mode: str = "val", batch_idx: int = 0) -> Any:
         """One ``val`` / ``test`` step (no gradients are taken by the loop around it): its
         outputs dict, or the list of data samples the model's step returned."""
         step = self._eval_steps.get(mode)
@@ -339,9 +346,9 @@ class Runner(RunnerAttributes):
             step = self._eval_steps[mode] = make_step(self.model, self.loss_fn, mode)
         wrapper = self._optim_wrapper
         if wrapper is None:
-            return step(batch)
+            return step(batch, batch_idx)
         with wrapper.autocast():
-            return step(batch)
+            return step(batch, batch_idx)
 
     def check_stop(self) -> bool:
         """After an iteration: stop on ``stop_training``, or checkpoint and exit on a signal
@@ -387,10 +394,10 @@ class Runner(RunnerAttributes):
         """Load ``path``: the whole run when ``resume``, else the weights only."""
         return load(self, path, resume=resume, checkpoint=checkpoint)
 
-    def _load_or_resume(self) -> None:
+    def _load_or_resume(self, training: bool = False) -> None:
         if not self._loaded:
             self._loaded = True
-            resume_or_load(self, self._resume, self._load_from)
+            resume_or_load(self, self._resume, self._load_from, training=training)
 
     def __repr__(self) -> str:
         length = f"max_epochs={self.max_epochs}" if self.by_epoch else f"max_iters={self.max_iters}"

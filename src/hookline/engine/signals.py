@@ -82,6 +82,6 @@ def interrupt_on_signal(runner: Runner, stop: StopRequest, group: Any = None) ->
     where = describe_position(*state.resume_point, by_epoch=state.by_epoch,
                               val_pending=state.val_pending)
     raise TrainingInterrupted(stop.signum or signal.SIGTERM, path, (
-        f"stopped by {stop.name or 'a signal on another rank'} at {where}; checkpoint saved to "
+        f"stopped by {stop.name or 'a signal on another rank'} {where}; checkpoint saved to "
         f"{path}. Resume with resume='auto' (hookline train ... --resume auto) or "
         f"resume='{path}'"))

@@ -25,8 +25,10 @@ Example::
 from __future__ import annotations
 
 import difflib
+import inspect
 import warnings
 import weakref
+from types import FrameType
 from typing import Any
 
 from .hook import GENERIC_STAGES, STAGES
@@ -90,7 +92,20 @@ def check_stage_names(hook: Any) -> None:
             stage = closest_stage(name, candidates)
             if stage is None:
                 continue
+            code = getattr(value, "__code__", None)
+            where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
             warnings.warn(
-                f"{cls.__qualname__}.{name} looks like a hook stage but is none, so the Runner "
-                f"never calls it; did you mean {stage!r}? (stages: docs/engine.md)",
-                HookStageWarning, stacklevel=4)
+                f"{cls.__qualname__}.{name}{where} looks like a hook stage but is none, so the "
+                f"Runner never calls it; did you mean {stage!r}? (stages: docs/engine.md)",
+                HookStageWarning, stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside hookline: the warning points at the
+    user's ``Runner(hooks=[...])`` or ``register_hook`` line, not at hookline's."""
+    here = inspect.currentframe()  # this function: level 0; check_stage_names: 1
+    frame: FrameType | None = here.f_back.f_back if here and here.f_back else None
+    level = 2
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("hookline."):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -1,5 +1,6 @@
 """The model step contract: ``train_step(data, optim_wrapper)`` (MMEngine's ``BaseModel``),
-``training_step(batch)``, or ``loss_fn(model(inputs), targets)``.
+``training_step(batch)`` or Lightning's ``training_step(batch, batch_idx)``, or
+``loss_fn(model(inputs), targets)``.
 
 Example::
 
@@ -13,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,39 +26,111 @@ if TYPE_CHECKING:  # pragma: no cover
     from .optim_wrapper import OptimWrapperLike
 
 _METHODS = {"train": "training_step", "val": "validation_step", "test": "test_step"}
+#: modules whose classes' methods are framework stubs, not the user's (LightningModule's
+#: ``training_step`` / ``configure_optimizers`` ... exist on every module and only warn or raise)
+_FRAMEWORKS = ("lightning.", "pytorch_lightning.", "lightning_fabric.")
+_EMPTY = inspect.Parameter.empty
+
+
+def own_method(model: Any, name: str) -> Callable[..., Any] | None:
+    """``model.<name>`` when the model (or its class, for a class) defines it, else None.
+
+    A ``LightningModule``'s inherited stubs (``validation_step``,
+    ``configure_optimizers`` ...) do not count: only methods its subclass wrote.
+
+    Example::
+
+        >>> class Net(torch.nn.Module):
+        ...     def training_step(self, batch, batch_idx):
+        ...         return batch.sum()
+        >>> own_method(Net(), "training_step") is not None, own_method(Net, "test_step")
+        (True, None)
+    """
+    cls = model if isinstance(model, type) else type(model)
+    for base in cls.__mro__:
+        if name in vars(base):
+            if (getattr(base, "__module__", "") or "").startswith(_FRAMEWORKS):
+                return None
+            found: Callable[..., Any] = getattr(model, name)
+            return found
+    if isinstance(model, type):
+        return None
+    return getattr(model, name, None)  # an instance attribute
+
+
+def step_arity(method: Callable[..., Any], where: str) -> int:
+    """How many of ``(batch, batch_idx, dataloader_idx)`` a step method takes, decided once.
+
+    ``step(batch)`` -> 1; ``step(batch, batch_idx)`` (Lightning), or
+    ``step(*args)`` -> 2; a third parameter without a default
+    (``dataloader_idx``) -> 3, and it gets 0 (one dataloader per mode). A second
+    parameter with a default is passed only when it is named ``batch_idx``.
+
+    Example::
+
+        >>> step_arity(lambda batch, batch_idx, dataloader_idx=0: None, "validation_step")
+        2
+    """
+    try:
+        params = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):  # a builtin or C method: keep the one-argument call
+        return 1
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return 2
+    positional = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                   inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    if not positional:
+        raise ConfigError(f"{where} must take the batch: {where}(batch) or "
+                          f"{where}(batch, batch_idx), got {where}{inspect.signature(method)}")
+    if len(positional) >= 3 and positional[2].default is _EMPTY:
+        return 3
+    if len(positional) >= 2 and (positional[1].default is _EMPTY
+                                 or positional[1].name == "batch_idx"):
+        return 2
+    return 1
 
 
 def make_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, mode: str
-              ) -> Callable[[Any], Any]:
-    """The step function of ``mode`` ("train", "val" or "test") for ``model``, resolved once.
+              ) -> Callable[..., Any]:
+    """The step function ``step(batch, batch_idx=0)`` of ``mode`` ("train", "val" or
+    "test") for ``model``, resolved once.
 
     It calls ``model.training_step(batch)`` (``validation_step``,
-    ``test_step``) when the model has it, else computes
+    ``test_step``; Lightning's ``(batch, batch_idx)`` form too, see
+    :func:`step_arity`) when the model has it, else computes
     ``loss_fn(model(inputs), targets)`` on an ``(inputs, targets)`` batch; it
     returns the outputs dict (a ``validation_step`` / ``test_step`` may return a
-    list of data samples instead). The Runner makes one per run, so the lookup
-    is not repeated every iteration.
+    list of data samples instead, or None for no outputs; a ``training_step``
+    may return None to skip the batch, as in Lightning). The Runner makes one
+    per run, so the lookup and the signature check are not repeated every iteration.
     """
     name = _METHODS[mode]
-    method = getattr(model, name, None)
+    method = own_method(model, name)
     if method is not None:
-        def own_step(batch: Any) -> Any:
-            outputs = method(batch)
+        where = f"{type(model).__name__}.{name}"
+        arity = step_arity(method, where)
+
+        def own_step(batch: Any, batch_idx: int = 0) -> Any:
+            outputs = (method(batch) if arity == 1 else method(batch, batch_idx) if arity == 2
+                       else method(batch, batch_idx, 0))
             if isinstance(outputs, torch.Tensor):
                 return {"loss": outputs}
+            if outputs is None:  # train: skip the batch (Lightning's meaning); eval: no outputs
+                return None if mode == "train" else {}
             if mode != "train" and isinstance(outputs, (list, tuple)):
                 return list(outputs)  # data samples (MMEngine's val_step): the metrics get them
             if not isinstance(outputs, Mapping) or (mode == "train" and "loss" not in outputs):
                 raise TypeError(
-                    f"{type(model).__name__}.{name} must return a dict with a 'loss' "
-                    f"entry (plus anything to log)"
-                    + ("" if mode == "train" else ", or a list of data samples")
+                    f"{where} must return a loss tensor or a dict with a 'loss' entry (plus "
+                    "anything to log)"
+                    + (", or None to skip the batch" if mode == "train"
+                       else ", a list of data samples, or None")
                     + f", got {type(outputs).__name__}"
                 )
             return dict(outputs)
         return own_step
     if mode == "train":
-        def train_step(batch: Any) -> dict[str, Any]:
+        def train_step(batch: Any, batch_idx: int = 0) -> dict[str, Any]:  # noqa: ARG001
             inputs, targets = split_batch(batch, model)
             preds = model(inputs)
             if loss_fn is None:  # check_contract tells the user before a run gets here
@@ -65,7 +139,7 @@ def make_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, mode: 
             return {"loss": loss_fn(preds, targets)}
         return train_step
 
-    def eval_step(batch: Any) -> dict[str, Any]:
+    def eval_step(batch: Any, batch_idx: int = 0) -> dict[str, Any]:  # noqa: ARG001
         inputs, targets = split_batch(batch, model)
         preds = model(inputs)
         outputs = {"preds": preds, "targets": targets}
@@ -77,18 +151,20 @@ def make_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, mode: 
 
 def make_train_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None,
                     optim_wrapper: OptimWrapperLike | None, ddp: torch.nn.Module | None = None
-                    ) -> Callable[[Any], dict[str, Any]]:
+                    ) -> Callable[..., dict[str, Any]]:
     """The whole training step of one iteration: forward, loss, and the optimizer update.
 
     A model with MMEngine's ``train_step(data, optim_wrapper)`` runs its own
     update (e.g. a GAN stepping two optimizers) and returns what to log.
     Otherwise the forward (``training_step`` or ``loss_fn``) runs under
     ``optim_wrapper.optim_context`` (autocast, DDP ``no_sync`` on micro-batches)
-    and ``optim_wrapper.update_params(loss)`` follows.
+    and ``optim_wrapper.update_params(loss)`` follows; a ``training_step``
+    that returns None skips the update (outputs ``{}``), as Lightning does.
+    The returned ``step(batch, batch_idx=0)`` gets the batch's index in the epoch.
     """
     own = getattr(model, "train_step", None)
     if own is not None:
-        def model_update(batch: Any) -> dict[str, Any]:
+        def model_update(batch: Any, batch_idx: int = 0) -> dict[str, Any]:  # noqa: ARG001
             outputs = own(batch, optim_wrapper)
             if isinstance(outputs, torch.Tensor):
                 return {"loss": outputs}
@@ -100,12 +176,12 @@ def make_train_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None,
     if optim_wrapper is None:
         raise ConfigError("a training step needs an optimizer wrapper unless the model has "
                           "MMEngine's train_step(data, optim_wrapper)")
-    forward: Callable[[Any], dict[str, Any]]
+    forward: Callable[..., dict[str, Any] | None]
     if ddp is not None:
         net: torch.nn.Module = ddp
 
-        def forward(batch: Any) -> dict[str, Any]:
-            outputs: dict[str, Any] = ddp(batch)  # StepModule.forward's dict
+        def forward(batch: Any, batch_idx: int = 0) -> dict[str, Any]:
+            outputs: dict[str, Any] = ddp(batch, batch_idx)  # StepModule.forward's dict
             return outputs
     else:
         net = model
@@ -113,9 +189,11 @@ def make_train_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None,
     context = optim_wrapper.optim_context
     update = optim_wrapper.update_params
 
-    def step(batch: Any) -> dict[str, Any]:
+    def step(batch: Any, batch_idx: int = 0) -> dict[str, Any]:
         with context(net):
-            outputs = forward(batch)
+            outputs = forward(batch, batch_idx)
+        if outputs is None:  # training_step returned None: skip this batch's update
+            return {}
         update(outputs["loss"])
         return outputs
     return step
@@ -124,7 +202,7 @@ def make_train_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None,
 def run_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, batch: Any, mode: str
              ) -> Any:
     """One step of ``mode`` on ``batch``; returns the outputs dict (see :func:`make_step`)."""
-    return make_step(model, loss_fn, mode)(batch)
+    return make_step(model, loss_fn, mode)(batch, 0)
 
 
 def split_batch(batch: Any, model: torch.nn.Module) -> tuple[Any, Any]:
@@ -138,7 +216,8 @@ def split_batch(batch: Any, model: torch.nn.Module) -> tuple[Any, Any]:
 
 def check_contract(model: torch.nn.Module, loss_fn: Callable[..., Any] | None) -> None:
     """Fail early when the model cannot be trained with what was given."""
-    if loss_fn is None and not hasattr(model, "training_step") and not hasattr(model, "train_step"):
+    if loss_fn is None and own_method(model, "training_step") is None \
+            and not hasattr(model, "train_step"):
         raise ConfigError(
             f"{type(model).__name__} has no training_step(batch) (nor MMEngine's "
             "train_step(data, optim_wrapper)); pass loss_fn= "
@@ -157,6 +236,10 @@ class StepModule(torch.nn.Module):
         self.module = model
         self.train_forward = make_step(model, loss_fn, "train")
 
-    def forward(self, batch: Any) -> dict[str, Any]:
-        outputs: dict[str, Any] = self.train_forward(batch)
+    def forward(self, batch: Any, batch_idx: int = 0) -> dict[str, Any]:
+        outputs: dict[str, Any] | None = self.train_forward(batch, batch_idx)
+        if outputs is None:  # Lightning does not support it with several processes either
+            raise RuntimeError(f"{type(self.module).__name__}.training_step returned None (skip "
+                               "the batch), which a multi-process run cannot do: every rank "
+                               "must run the backward; return e.g. loss * 0 instead")
         return outputs

@@ -44,6 +44,7 @@ from .checks import boolean, finite_float, is_number, non_negative_int, one_of, 
 from .data import DATALOADER_KEYS
 from .optim_wrapper import check_clip_grad
 from .registries import LOSSES, OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS
+from .schedule_length import fill_run_lengths
 
 __all__ = ["check_dataloader", "check_loss", "check_optim_wrapper", "check_optimizer",
            "check_schedulers", "check_values", "dummy_optimizer", "run_check_args"]
@@ -237,6 +238,7 @@ def check_schedulers(spec: Any, optimizer: torch.optim.Optimizer | None,
     :func:`check_optimizer`'s result or :func:`dummy_optimizer`). Scheduler objects pass."""
     if spec is None:
         return
+    spec = fill_run_lengths(spec, None, where)  # lengths that follow the run: a placeholder
     listed = isinstance(spec, Sequence) and not isinstance(spec, (str, Mapping))
     items = list(spec) if listed else [spec]
     dummy = optimizer if optimizer is not None else dummy_optimizer()

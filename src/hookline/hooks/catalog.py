@@ -13,6 +13,8 @@ Example::
     ('VERY_LOW (90)', True, 'interval=1')
     >>> hook_catalog(markdown=True).splitlines()[0]
     '| hook | priority | stages | arguments | what it does |'
+    >>> hook_catalog().splitlines()[1][:46]  # at a stage, a smaller number runs first
+    'HIGHEST 0, VERY_HIGH 10, HIGH 30, ABOVE_NORMAL'
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ from hookline.core import Priority
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
-__all__ = ["END", "START", "CatalogEntry", "catalog_entries", "hook_catalog", "update_markdown"]
+__all__ = ["END", "PRIORITY_ORDER", "START", "CatalogEntry", "catalog_entries", "hook_catalog",
+           "update_markdown"]
 
+#: how priorities order hooks, in words: every name with its number
+PRIORITY_ORDER = ", ".join(f"{p.name} {int(p)}" for p in Priority) + " (or any int from 0 to 100)"
 START = "<!-- catalog:start -->"
 END = "<!-- catalog:end -->"
 _BY_ARGUMENTS = "decided by each instance"
@@ -122,7 +127,8 @@ def hook_catalog(markdown: bool = False, *, builtin_only: bool = False) -> str:
             lines.append(f"| `{entry.name}` | {entry.priority} | {stages or 'none'} | {args} | "
                          f"{_cell(entry.summary)} |")
         return "\n".join(lines)
-    lines = [f"{len(entries)} hooks registered in HOOKS (a lower priority runs first at a stage):"]
+    lines = [f"{len(entries)} hooks registered in HOOKS. At each stage a smaller priority number "
+             "runs first:", f"{PRIORITY_ORDER}."]
     for entry in entries.values():
         lines += ["", f"{entry.name}  [{entry.priority}]"]
         if entry.summary:

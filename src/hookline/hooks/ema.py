@@ -28,6 +28,8 @@ from hookline.engine.checks import boolean, finite_float, non_negative_int, posi
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
+from .logger import EVAL_WEIGHTS_KEY
+
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
 
@@ -44,7 +46,10 @@ class EMAHook(Hook):
     ``ema = decay * ema + (1 - decay) * weights`` (its first update copies the
     weights). During validation and test the averaged weights are swapped
     into ``runner.model`` and swapped back afterwards, so training always
-    continues from the raw weights.
+    continues from the raw weights. The val/test records of ``metrics.jsonl``
+    computed with the average carry ``"weights": "ema"`` (the hook sets
+    ``message_hub.info["eval_weights"]`` for LoggerHook), so ``curves.png``
+    labels that line ``val (EMA weights)``.
 
     What a checkpoint holds: ``checkpoint["state_dict"]`` is always the raw
     model, also for checkpoints written during validation (the best
@@ -178,8 +183,15 @@ class EMAHook(Hook):
         self._swapped = not self._swapped
 
     def _swap_in(self, runner: Runner) -> None:
+        """Swap the average in (once it has had an update) and say which weights this
+        evaluation uses: ``"ema"`` in ``message_hub.info[EVAL_WEIGHTS_KEY]``, which
+        LoggerHook writes into the val/test record as ``"weights": "ema"``."""
         if self.ema is not None and self._started and not self._swapped:
             self._swap()
+        if self._swapped:
+            runner.message_hub.info[EVAL_WEIGHTS_KEY] = "ema"
+        else:  # before the first update: the raw weights
+            runner.message_hub.info.pop(EVAL_WEIGHTS_KEY, None)
 
     def _swap_out(self, runner: Runner, *args: Any, **kwargs: Any) -> None:
         if self._swapped:

@@ -11,7 +11,8 @@ A training line looks like MMEngine's::
     Epoch(train) [2][40/45]  lr: 1.000e-02  eta: 0:00:03  time: 0.0051  data_time: 0.0004  loss: 0.2519
 
 and each line of ``metrics.jsonl`` is one JSON object, e.g.
-``{"mode": "val", "epoch": 2, "iter": 90, "loss": 0.11, "accuracy": 0.97}``.
+``{"mode": "val", "epoch": 2, "iter": 90, "loss": 0.11, "accuracy": 0.97}``
+(plus ``"weights": "ema"`` when :class:`~hookline.hooks.EMAHook` evaluated with its average).
 
 The module also holds what every logging hook shares: :func:`log_window`
 (is this iteration a log step, and over how many iterations to average) and
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
 
 #: where LoggerHook publishes its latest training record (ProgressBarHook shows it)
 LAST_RECORD_KEY = "log_record"
+#: message-hub info naming the weights the current evaluation runs with, set by a hook that
+#: swaps them in (EMAHook: ``"ema"``); LoggerHook copies it into the record as ``"weights"``
+EVAL_WEIGHTS_KEY = "eval_weights"
 _LAST = ("time", "data_time")
 
 
@@ -288,8 +292,11 @@ class LoggerHook(Hook):
             where = f"Iter({mode}) {progress}".rstrip()
         ordered = {k: metrics[k] for k in sorted(metrics, key=lambda k: k != "loss")}
         runner.logger.info("  ".join([where] + [f"{k}: {_fmt(v)}" for k, v in ordered.items()]))
-        self._write(runner, {"mode": mode, "epoch": runner.epoch, "iter": runner.iter,
-                             **ordered})
+        record: dict[str, Any] = {"mode": mode, "epoch": runner.epoch, "iter": runner.iter}
+        weights = runner.message_hub.info.get(EVAL_WEIGHTS_KEY)
+        if isinstance(weights, str) and weights:
+            record["weights"] = weights
+        self._write(runner, {**record, **ordered})
 
 
 def trim_records(path: Path, last_iter: int) -> int:

@@ -23,6 +23,7 @@ from torch.optim.lr_scheduler import ReduceLROnPlateau
 from hookline.core import ConfigError
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
+from hookline.engine.schedule_length import SchedulerSteps, check_run_length
 
 from .lr_updater import MOMENTUM_POLICIES, LrUpdaterHook, _anneal, _lengths, _UpdaterBase
 
@@ -41,6 +42,12 @@ class ParamSchedulerHook(Hook):
     * ReduceLROnPlateau steps after each validation during training, on its
       ``monitor`` metric (default ``"loss"``); a standalone ``runner.val()``
       does not step it.
+
+    Before training it warns (one line) when the run outlasts a fixed
+    CosineAnnealingLR ``T_max`` (the LR would cycle back up) and raises
+    :class:`ConfigError` when it outlasts a OneCycleLR's ``total_steps``
+    (see :mod:`hookline.engine.schedule_length`; a ``T_max`` left out of the
+    config follows the run).
 
     Example::
 
@@ -70,6 +77,10 @@ class ParamSchedulerHook(Hook):
         self._plateau = [s for s, _ in runner.param_schedulers if isinstance(s, ReduceLROnPlateau)]
         self._epoch_length = None if runner.by_epoch else len(runner.train_dataloader)
         self._training = True
+        # after a resume too: the checkpoint's T_max / total_steps are the ones that run
+        steps = SchedulerSteps.of_run(runner.train_loop, runner.optim_wrapper)
+        for warning in check_run_length(runner.param_schedulers, steps):
+            runner.logger.warning("%s", warning)
         if self._plateau and runner.val_dataloader is None and not any(
                 any(c.__name__ == "EvalHook" for c in type(h).__mro__) for h in runner.hooks.hooks):
             runner.logger.warning("ReduceLROnPlateau steps after validation, but this run has "

@@ -1,5 +1,10 @@
 """ProgressBarHook: tqdm bars over training (and evaluation) iterations, on a terminal.
 
+Bars are drawn on the stream the Runner's console log lines go to (stdout),
+and while a bar is open the Runner's console handler writes its lines
+through ``tqdm.write`` (see :class:`hookline.engine.logs.ConsoleHandler`),
+so a log line never lands inside a bar, at any terminal width.
+
 Example::
 
     >>> import io
@@ -18,6 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 from hookline.core import ConfigError
 from hookline.engine.checks import boolean
 from hookline.engine.hook import Hook
+from hookline.engine.logs import ConsoleHandler, ConsoleWriter, console_of
 from hookline.engine.registries import HOOKS
 
 from .logger import LAST_RECORD_KEY, total_train_iters
@@ -37,8 +43,9 @@ class ProgressBarHook(Hook):
     Args:
         enabled: None (default) shows bars only when ``file`` is an interactive
             terminal; True always; False never.
-        file: where bars are drawn (default ``sys.stderr``, looked up when a
-            bar starts).
+        file: where bars are drawn (default: the stream of the Runner's console
+            log lines, stdout, looked up when a bar starts; ``sys.stderr``
+            when the Runner logs to no console).
         eval_bars: also show bars for validation and test runs.
         leave: keep finished bars on screen.
 
@@ -68,30 +75,64 @@ class ProgressBarHook(Hook):
         self._bar: Any = None
         self._eval_bar: Any = None
         self._shown: Any = None
+        # while a bar is open: (the runner's console handler, its previous writer, ours)
+        self._console: tuple[ConsoleHandler, ConsoleWriter | None, ConsoleWriter] | None = None
 
     def __repr__(self) -> str:
         return f"ProgressBarHook(enabled={self.enabled})"
 
-    def shows(self) -> bool:
-        """Whether bars would be drawn now (``enabled``, or ``file`` is a terminal)."""
+    def stream(self, runner: Runner | None = None) -> IO[str]:
+        """Where bars go: ``file``, else ``runner``'s console stream, else stdout
+        (stderr for a runner without a console)."""
+        if self.file is not None:
+            return self.file
+        if runner is None:
+            return sys.stdout
+        console = console_of(runner.logger)
+        return console.stream if console is not None else sys.stderr
+
+    def shows(self, runner: Runner | None = None) -> bool:
+        """Whether bars would be drawn now (``enabled``, or :meth:`stream` is a terminal)."""
         if self.enabled is not None:
             return self.enabled
-        stream = self.file if self.file is not None else sys.stderr
-        isatty = getattr(stream, "isatty", None)
+        isatty = getattr(self.stream(runner), "isatty", None)
         try:
             return bool(isatty()) if isatty is not None else False
         except (ValueError, OSError):  # closed stream
             return False
 
     def _new_bar(self, runner: Runner, total: int | None, initial: int, desc: str, leave: bool) -> Any:
-        if not runner.is_main_process or not self.shows():
+        if not runner.is_main_process or not self.shows(runner):
             return None
         if self.file is None:
             from tqdm.auto import tqdm  # noqa: PLC0415  (lazy: tqdm only when a bar is drawn)
         else:
             from tqdm import tqdm  # noqa: PLC0415  (lazy: tqdm only when a bar is drawn)
-        return tqdm(total=total, initial=initial, desc=desc, unit="it", dynamic_ncols=True,
-                    leave=leave, file=self.file if self.file is not None else sys.stderr)
+        bar = tqdm(total=total, initial=initial, desc=desc, unit="it", dynamic_ncols=True,
+                   leave=leave, file=self.stream(runner))
+        self._route_console(runner, type(bar))
+        return bar
+
+    def _route_console(self, runner: Runner, bar_class: Any) -> None:
+        """Send the runner's console lines through ``tqdm.write`` (which clears the bars,
+        writes the line and redraws them) until the last bar closes."""
+        console = console_of(runner.logger)
+        if self._console is not None or console is None:
+            return
+
+        def write(line: str, stream: IO[str]) -> None:
+            bar_class.write(line, file=stream)
+
+        self._console = (console, console.writer, write)
+        console.writer = write
+
+    def _release_console(self) -> None:
+        if self._console is None or self._bar is not None or self._eval_bar is not None:
+            return
+        console, previous, ours = self._console
+        if console.writer is ours:
+            console.writer = previous
+        self._console = None
 
     # -- training ---------------------------------------------------------------------
     def before_train(self, runner: Runner) -> None:
@@ -142,6 +183,7 @@ class ProgressBarHook(Hook):
         if self._eval_bar is not None:
             self._eval_bar.close()
             self._eval_bar = None
+            self._release_console()
 
     after_val_epoch = after_test_epoch = _end_eval
 
@@ -153,8 +195,11 @@ class ProgressBarHook(Hook):
         self._close()
 
     def _close(self) -> None:
-        for name in ("_eval_bar", "_bar"):
-            bar = getattr(self, name)
-            if bar is not None:
-                bar.close()
-                setattr(self, name, None)
+        try:
+            for name in ("_eval_bar", "_bar"):
+                bar = getattr(self, name)
+                if bar is not None:
+                    setattr(self, name, None)
+                    bar.close()
+        finally:
+            self._release_console()

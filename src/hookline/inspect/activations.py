@@ -29,6 +29,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -40,6 +41,7 @@ from hookline.core import ConfigError
 
 from ._format import text_table
 from ._tool import HookTool
+from .features import tensors_in
 
 DEFAULT_TYPES: tuple[type[nn.Module], ...] = (
     nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.PReLU, nn.RReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU, nn.SiLU,
@@ -84,6 +86,12 @@ class ActivationStats(HookTool):
             before ``report()``.
         max_alerts: how many alerts to keep (the latest).
 
+    A module whose output is not a tensor (``nn.GRU``/``nn.RNN`` return
+    ``(output, h_n)``, ``nn.LSTM`` ``(output, (h_n, c_n))``) has the first
+    tensor of its output recorded, depth first: for the recurrent layers, the
+    output sequence (of a ``PackedSequence``, its ``data``); an output with no
+    tensor in it is warned about once per layer and not recorded.
+
     ``report()`` gives, per layer name: ``calls``, ``mean``, ``std``,
     ``min``, ``max``, ``dead`` (the fraction of outputs exactly zero) and
     ``saturated``, over every element of every call since the start or the
@@ -124,6 +132,7 @@ class ActivationStats(HookTool):
                               f"(module types present: {', '.join(present)})")
         self._totals: dict[str, list[Any]] = {}  # name -> [calls, elements, sums, min, max]
         self._samples: dict[str, torch.Tensor] = {}
+        self._warned: set[str] = set()  # layers whose output had no tensor (warned once each)
         self._bounds = {n: output_bounds(m) for n, m in self.layers}
         self._hook_module(model, self._count_step, "forward_pre", "model", prepend=True)
         for name, module in self.layers:
@@ -135,8 +144,18 @@ class ActivationStats(HookTool):
             self._flush()
 
     def _recorder(self, name: str) -> Callable[[nn.Module, Any, Any], None]:
-        def record(_module: nn.Module, _args: Any, output: Any) -> None:
-            if isinstance(output, torch.Tensor) and output.numel():
+        def record(module: nn.Module, _args: Any, output: Any) -> None:
+            if not isinstance(output, torch.Tensor):  # RNN (output, h_n), LSTM (output, (h_n, c_n)) ...
+                found = tensors_in(output)
+                if not found:
+                    if name not in self._warned:
+                        self._warned.add(name)
+                        warnings.warn(f"ActivationStats: {name} ({type(module).__name__}) returned a "
+                                      f"{type(output).__name__} with no tensor in it: nothing is recorded "
+                                      "for it", stacklevel=2)
+                    return
+                output = found[0]
+            if output.numel():
                 with torch.no_grad():
                     self._add(name, output.detach())
         return record

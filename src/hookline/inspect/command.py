@@ -1,16 +1,23 @@
 """``hookline inspect``: print a model's summary; with ``--grad``, gradient and activation statistics.
 
-``hookline inspect [MODEL] [--input-size 1,1,8,8] [--depth N] [--grad] [--plot-dir D] [--metrics F]``
+``hookline inspect [MODEL] [--model-args JSON] [--input-size 1,1,8,8] [--dtypes long] [--depth N] [--grad]
+[--plot-dir D] [--metrics F]``
 
-MODEL is ``package.module:ClassOrFactory`` (default: the demo model
-``hookline.demo.model:DigitsCNN``); it is called with no arguments and must
-return an ``nn.Module``. ``--grad`` runs one forward and backward pass on
-random data (cross-entropy against random classes when the output is
+MODEL is ``package.module:ClassOrFactory`` or a registered model name
+(default: the demo model ``hookline.demo.model:DigitsCNN``), called with
+the ``--model-args`` JSON object as keyword arguments (none by default); it
+must return an ``nn.Module``. The inputs: for the demo model with no
+``--input-size`` and no ``--dtypes``, 16 real images of the demo's
+``DigitsDataset("val")``; otherwise synthetic inputs of ``--input-size`` with
+``--dtypes`` (seeded ``randn`` floats, zeros for integer dtypes, so an
+``nn.Embedding`` gets valid indices). The first output line says which.
+``--grad`` runs one forward and backward pass on them (cross-entropy
+against the demo labels, or against random classes when the output is
 ``[N, classes]``, else the mean square of the output) and prints the
 gradient and activation statistics; with ``--plot-dir`` it also writes
 ``gradient_flow.png``, ``activations.png`` and ``feature_maps.png`` (the
-first conv layer's output) there. ``--metrics`` plots a run's
-``metrics.jsonl`` to ``training_curves.png`` in ``--plot-dir``.
+first conv layer's output for the first input) there. ``--metrics`` plots a
+run's ``metrics.jsonl`` to ``training_curves.png`` in ``--plot-dir``.
 
 Example::
 
@@ -20,6 +27,7 @@ Example::
     >>> command.add_arguments(parser)
     >>> args = parser.parse_args(["torch.nn:Identity", "--input-size", "2,3"])
     >>> command.run(args)  # doctest: +ELLIPSIS
+    inputs: synthetic ...
     ===...
     Identity ...
     0
@@ -28,7 +36,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -36,107 +43,81 @@ import torch
 from torch import nn
 
 from hookline.core import ConfigError
-from hookline.core.errors import closest_names
 
+from ._cli_inputs import (
+    DEFAULT_MODEL,
+    DEMO_BATCH,
+    demo_batch,
+    is_demo_model,
+    load_model,
+    parse_dtypes,
+    parse_input_size,
+    parse_model_args,
+    synthetic_inputs,
+)
+from ._inputs import DTYPE_NAMES
 from .activations import ActivationStats
 from .features import FeatureExtractor
 from .gradients import GradientMonitor
 from .summary import summary
 
-DEFAULT_MODEL = "hookline.demo.model:DigitsCNN"
-DEFAULT_INPUT_SIZE = "1,1,8,8"
+DEFAULT_INPUT_SIZE = "1,1,8,8"  # for a model other than the demo's, when --input-size is not given
+__all__ = ["DEFAULT_MODEL", "add_arguments", "load_model", "parse_input_size", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``inspect`` command's arguments to ``parser``."""
     parser.add_argument("model", nargs="?", default=DEFAULT_MODEL, metavar="MODEL",
-                        help="package.module:ClassOrFactory, called with no arguments "
+                        help="package.module:ClassOrFactory or a registered model name "
                              f"(default: {DEFAULT_MODEL})")
-    parser.add_argument("--input-size", default=DEFAULT_INPUT_SIZE, metavar="N,C,...",
+    parser.add_argument("--model-args", default=None, metavar="JSON",
+                        help="keyword arguments for MODEL as a JSON object, e.g. "
+                             "'{\"num_classes\": 5}'")
+    parser.add_argument("--input-size", default=None, metavar="N,C,...",
                         help="input shape with the batch dimension, comma-separated; several inputs "
-                             f"separated by ';' (default: {DEFAULT_INPUT_SIZE})")
+                             f"separated by ';' (default: {DEMO_BATCH} real demo images for the demo model, "
+                             f"else {DEFAULT_INPUT_SIZE})")
+    parser.add_argument("--dtypes", default=None, metavar="D[,D...]",
+                        help="dtype of each input, comma-separated (one for all): "
+                             f"{', '.join(DTYPE_NAMES)}; integer inputs are zeros (default: float)")
     parser.add_argument("--depth", type=int, default=3, help="depth of the module tree shown (default: 3)")
     parser.add_argument("--grad", action="store_true",
-                        help="run one forward and backward pass on random data and print gradient and "
-                             "activation statistics")
+                        help="run one forward and backward pass and print gradient and activation statistics")
     parser.add_argument("--plot-dir", type=Path, default=None, metavar="D",
                         help="write PNG plots here (implies --grad unless only --metrics is plotted)")
     parser.add_argument("--metrics", type=Path, default=None, metavar="FILE",
                         help="also plot a run's metrics.jsonl into --plot-dir")
 
 
-def load_model(spec: str) -> nn.Module:
-    """Build the model named by ``package.module:ClassOrFactory`` (attribute paths may be dotted)."""
-    if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
-        raise ConfigError(f"MODEL must look like 'package.module:ClassOrFactory', got {spec!r}")
-    module_name, attr_path = spec.split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ConfigError(f"cannot import module {module_name!r} of MODEL {spec!r}: {err}") from None
-    target: Any = module
-    for part in attr_path.split("."):
-        if not hasattr(target, part):
-            names = [n for n in dir(target) if not n.startswith("_") and callable(getattr(target, n, None))]
-            close = closest_names(part, names)
-            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-            raise ConfigError(f"{module_name!r} has no attribute {attr_path!r} (MODEL {spec!r}){hint}")
-        target = getattr(target, part)
-    if isinstance(target, nn.Module):
-        return target
-    if not callable(target):
-        raise ConfigError(f"MODEL {spec!r} is a {type(target).__name__}, not a class or factory")
-    try:
-        model = target()
-    except TypeError as err:
-        raise ConfigError(f"MODEL {spec!r} cannot be called with no arguments: {err}") from None
-    if not isinstance(model, nn.Module):
-        raise ConfigError(f"MODEL {spec!r} returned a {type(model).__name__}, not an nn.Module")
-    return model
-
-
-def parse_input_size(text: str) -> list[tuple[int, ...]]:
-    """``"1,1,8,8"`` -> ``[(1, 1, 8, 8)]``; ``"2,5;2,3"`` -> two inputs."""
-    sizes = []
-    for part in str(text).split(";"):
-        try:
-            size = tuple(int(d) for d in part.replace("x", ",").split(",") if d.strip())
-        except ValueError:
-            size = ()
-        if not size or any(d <= 0 for d in size):
-            raise ConfigError(f"--input-size must be positive integers separated by commas, like "
-                              f"{DEFAULT_INPUT_SIZE} (';' between several inputs), got {text!r}")
-        sizes.append(size)
-    return sizes
-
-
-def _pseudo_loss(output: Any) -> torch.Tensor:
+def _pseudo_loss(output: Any, labels: torch.Tensor | None) -> torch.Tensor:
     if isinstance(output, (tuple, list)):
         output = output[0]
     if isinstance(output, dict):
         output = next(iter(output.values()))
     if output.dim() == 2 and output.is_floating_point() and output.shape[1] > 1:
-        targets = torch.randint(0, output.shape[1], (output.shape[0],), device=output.device)
+        if labels is not None and int(labels.max()) < output.shape[1]:
+            return nn.functional.cross_entropy(output, labels.to(output.device))
+        generator = torch.Generator().manual_seed(0)
+        targets = torch.randint(0, output.shape[1], (output.shape[0],), generator=generator).to(output.device)
         return nn.functional.cross_entropy(output, targets)
     return output.float().pow(2).mean()
 
 
-def _grad_report(model: nn.Module, sizes: list[tuple[int, ...]], plot_dir: Path | None) -> None:
+def _grad_report(model: nn.Module, inputs: list[torch.Tensor], labels: torch.Tensor | None,
+                 plot_dir: Path | None) -> None:
     # matplotlib loads only when something is plotted
     from .plots import plot_activation_histograms, plot_feature_maps, plot_gradient_flow  # noqa: PLC0415
 
-    device = next((p.device for p in model.parameters()), torch.device("cpu"))
-    inputs = [torch.randn(*size, device=device) for size in sizes]
     # _ConvNd: the base of every torch conv layer, with no public name
     convs = [n for n, m in model.named_modules() if isinstance(m, nn.modules.conv._ConvNd)]  # noqa: SLF001
     try:
         activations: ActivationStats | None = ActivationStats(model)
     except ConfigError:  # no activation module
         activations = None
-    model.train(sizes[0][0] > 1)  # batch norm cannot train on a batch of one
+    model.train(inputs[0].dim() == 0 or inputs[0].shape[0] > 1)  # batch norm cannot train on a batch of one
     with GradientMonitor(model) as grads:
         fx = FeatureExtractor(model, convs[:1]) if convs else None
-        _pseudo_loss(model(*inputs)).backward()
+        _pseudo_loss(model(*inputs), labels).backward()
     for tool in (fx, activations):
         if tool is not None:
             tool.remove()
@@ -161,20 +142,43 @@ def _grad_report(model: nn.Module, sizes: list[tuple[int, ...]], plot_dir: Path 
     print(f"\nwrote {', '.join(written)} to {plot_dir}")
 
 
+def _inputs(model: nn.Module,
+            args: argparse.Namespace) -> tuple[list[torch.Tensor], torch.Tensor | None, str]:
+    """The inputs, the labels (demo images only) and a line saying what they are."""
+    if args.input_size is None and args.dtypes is None and is_demo_model(model):
+        images, labels = demo_batch()
+        return [images], labels, (f"inputs: {len(images)} real demo images (DigitsDataset('val'), the first "
+                                  f"{len(images)}), their labels for the --grad loss")
+    sizes = parse_input_size(args.input_size if args.input_size is not None else DEFAULT_INPUT_SIZE)
+    dtypes = parse_dtypes(args.dtypes, len(sizes))
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    inputs = synthetic_inputs(sizes, dtypes, device)
+    described = "; ".join(f"{list(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in inputs)
+    return inputs, None, (f"inputs: synthetic {described} (floats: randn seeded 0; integers: zeros)")
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``hookline inspect`` with parsed ``args``; returns the exit status (0).
 
-    Raises :class:`~hookline.core.ConfigError` for a bad MODEL, input size or metrics file.
+    Raises :class:`~hookline.core.ConfigError` for a bad MODEL, ``--model-args``,
+    input size, dtypes or metrics file, before anything is built or written.
     """
     if args.depth < 0:
         raise ConfigError(f"--depth must be >= 0, got {args.depth}")
     if args.metrics is not None and args.plot_dir is None:
         raise ConfigError("--metrics needs --plot-dir to write training_curves.png into")
-    model = load_model(args.model)
-    sizes = parse_input_size(args.input_size)
-    print(summary(model, input_size=sizes if len(sizes) > 1 else sizes[0], depth=args.depth))
+    model_args = parse_model_args(args.model_args)
+    if args.input_size is not None:
+        sizes = parse_input_size(args.input_size)
+        parse_dtypes(args.dtypes, len(sizes))
+    elif args.dtypes is not None:
+        parse_dtypes(args.dtypes, 1)
+    model = load_model(args.model, model_args)
+    inputs, labels, described = _inputs(model, args)
+    print(described)
+    print(summary(model, input_data=inputs, depth=args.depth))
     if args.grad or (args.plot_dir is not None and args.metrics is None):
-        _grad_report(model, sizes, args.plot_dir)
+        _grad_report(model, inputs, labels, args.plot_dir)
     if args.metrics is not None:
         from .plots import plot_training_curves  # noqa: PLC0415 - matplotlib loads on first use
 

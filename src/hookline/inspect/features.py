@@ -49,7 +49,7 @@ def map_tensors(value: Any, fn: Any) -> Any:
     return value
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
+def tensors_in(value: Any) -> list[torch.Tensor]:
     """The tensors in nested tuples, lists and dicts (of a PackedSequence, its data)."""
     found: list[torch.Tensor] = []
     stack = [value]
@@ -131,7 +131,7 @@ class FeatureExtractor(HookTool):
         def record(_module: nn.Module, _args: Any, output: Any) -> None:
             value = map_tensors(output, self._prepare)
             if not self.clone:
-                self._versions.extend((key, t, t._version) for t in _tensors(value))  # noqa: SLF001
+                self._versions.extend((key, t, t._version) for t in tensors_in(value))  # noqa: SLF001
             calls = self.calls.get(key, 0) + 1
             self.calls[key] = calls
             if calls == 1:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._options import COLUMNS, DEFAULT_COLUMNS, NEED_FORWARD
+
 _DASH = "--"
 
 
@@ -36,6 +38,10 @@ class LayerRecord:
         reused: the module already ran earlier in this forward (a shared module).
         container: a module that never ran itself (ModuleList, ModuleDict) but whose children did.
         has_children: the module has submodules.
+        input_shape: the shape(s) of the call's positional inputs (of its keyword ones when it had none).
+        kernel_size: the module's ``kernel_size`` (conv and pooling layers), as a list or an int; else None.
+        param_shapes: ``(name, shape, numel)`` of the module's parameters (its children's included,
+            named ``child.weight``).
     """
 
     name: str
@@ -52,6 +58,9 @@ class LayerRecord:
     container: bool = False
     has_children: bool = False
     parent: LayerRecord | None = field(default=None, repr=False, compare=False)
+    input_shape: Any = None
+    kernel_size: Any = None
+    param_shapes: list[tuple[str, list[int], int]] = field(default_factory=list, repr=False)
 
     @property
     def macs(self) -> int:
@@ -109,6 +118,9 @@ class ModelSummary:
         uninitialized: names of parameters not counted because they are
             uninitialized (a lazy module such as ``nn.LazyLinear`` before its
             first forward pass).
+        columns: the table's columns (torchinfo's ``col_names``; see ``_options.COLUMNS``).
+        row_settings: torchinfo's ``row_settings`` (None: rows labelled ``name (Type)``).
+        verbose: 2 adds a row per parameter under its layer (torchinfo's ``verbose=2``).
     """
 
     model_name: str
@@ -123,6 +135,9 @@ class ModelSummary:
     all_layers: list[LayerRecord] = field(default_factory=list, repr=False)
     forward: bool = True
     uninitialized: list[str] = field(default_factory=list)
+    columns: tuple[str, ...] = DEFAULT_COLUMNS
+    row_settings: tuple[str, ...] | None = None
+    verbose: int = 1
 
     @property
     def total_macs(self) -> int:
@@ -139,33 +154,74 @@ class ModelSummary:
         return self.input_bytes + self.activation_bytes + self.param_bytes
 
     @staticmethod
-    def _param_cells(row: LayerRecord, expanded: bool) -> tuple[str, str]:
+    def _param_cells(row: LayerRecord, expanded: bool) -> tuple[int, int] | None:
+        """Parameters and trainable ones shown for ``row`` (None: a reused module, counted where it ran)."""
         if row.reused and row.params:
-            return "(reused)", "(reused)"
+            return None
         if expanded:  # its children have rows of their own: show what it holds itself
-            return _num(row.own_params), _num(row.own_trainable)
-        return _num(row.params), _num(row.trainable_params)
+            return row.own_params, row.own_trainable
+        return row.params, row.trainable_params
+
+    def _cell(self, column: str, row: LayerRecord, counts: tuple[int, int] | None) -> str:
+        if column in ("num_params", "trainable_params", "params_percent") and counts is None:
+            return "(reused)"
+        if column == "num_params":
+            return _num(counts[0]) if counts else _DASH
+        if column == "trainable_params":
+            return _num(counts[1]) if counts else _DASH
+        if column == "params_percent":
+            share = counts[0] / self.total_params if counts and self.total_params else 0.0
+            return f"{100 * share:.2f}%" if share else _DASH
+        if column == "trainable":  # torchinfo's: of all the module's parameters
+            if not row.params:
+                return _DASH
+            return "True" if row.trainable_params == row.params else "False" if not row.trainable_params \
+                else "Partial"
+        if column == "kernel_size":
+            return _DASH if row.kernel_size is None else str(row.kernel_size)
+        if column == "input_size":
+            return _shape_text(row.input_shape)
+        if column == "output_size":
+            return _shape_text(row.output_shape)
+        return _num(row.macs if column == "mult_adds" else row.flops)
+
+    def _label(self, row: LayerRecord, index: dict[int, str]) -> str:
+        settings = self.row_settings
+        label = row.label if settings is None or "var_names" in settings else row.type_name
+        if settings is not None and "depth" in settings and row.depth:
+            label += f": {index[id(row)]}"
+        return label
 
     def table(self, ascii_only: bool = False) -> str:
-        """The summary as text, like torchinfo's."""
-        shown_parents = {id(r.parent) for r in self.layers if r.parent is not None}
+        """The summary as text, like torchinfo's (``columns``, ``row_settings`` and ``verbose`` apply)."""
+        settings = self.row_settings or ()
+        ascii_only = ascii_only or "ascii_only" in settings
+        layers = [r for r in self.layers if not ("hide_recursive_layers" in settings and r.reused)]
+        shown_parents = {id(r.parent) for r in layers if r.parent is not None}
+        seen: dict[int, int] = {}
+        index: dict[int, str] = {}
+        for record in self.all_layers or self.layers:  # torchinfo's depth-idx: call order within a depth
+            seen[record.depth] = seen.get(record.depth, 0) + 1
+            index[id(record)] = f"{record.depth}-{seen[record.depth]}"
         branch, last = ("|-", "`-") if ascii_only else ("├─", "└─")
         pipe = "| " if ascii_only else "│ "
-        header: tuple[str, ...] = ("Layer (name (type))", "Output Shape", "Param #", "Trainable #", "FLOPs")
+        naming = "name (type)" if self.row_settings is None or "var_names" in settings else "type"
+        depth_idx = ":depth-idx" if "depth" in settings else ""
+        columns = self.columns if self.forward else tuple(c for c in self.columns if c not in NEED_FORWARD)
+        header = (f"Layer ({naming}{depth_idx})", *(COLUMNS[c] for c in columns))
         rows: list[tuple[str, ...]] = []
-        for row in self.layers:
+        for row in layers:
             indent = (pipe + "   ") * max(row.depth - 1, 0) + (branch if row.depth == 1 else last)
-            params, trainable = self._param_cells(row, id(row) in shown_parents)
-            rows.append((
-                (indent if row.depth else "") + row.label,
-                _shape_text(row.output_shape),
-                params,
-                trainable,
-                _num(row.flops),
-            ))
-        if not self.forward:  # no shapes, no FLOPs: those columns would be all dashes
-            header = (header[0], *header[2:4])
-            rows = [(r[0], *r[2:4]) for r in rows]
+            counts = self._param_cells(row, id(row) in shown_parents)
+            rows.append(((indent if row.depth else "") + self._label(row, index),
+                         *(self._cell(c, row, counts) for c in columns)))
+            if self.verbose == 2 and not row.reused:  # own parameters; children's when they have no rows
+                inner = (pipe + "   ") * row.depth + last
+                for name, shape, numel in row.param_shapes:
+                    if "." in name and id(row) in shown_parents:
+                        continue
+                    rows.append((f"{inner}{name} {shape}",
+                                 *(_num(numel) if c == "num_params" else "" for c in columns)))
         widths = [max(len(h), *(len(r[i]) for r in rows)) + 2 for i, h in enumerate(header)]
         widths[0] = max(widths[0], 40)
 

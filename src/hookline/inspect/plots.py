@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -30,9 +29,10 @@ from torch import nn
 from hookline.core import ConfigError
 
 from .activations import ActivationStats
+from .curves import collect_series, constant_value, constants_note, read_metrics, use_log_scale
 from .gradients import GradientMonitor
 
-_ALERT_COLOR, _COLOR, _MAX_COLOR = "#d62728", "#1f77b4", "#ff7f0e"
+_ALERT_COLOR, _COLOR, _MAX_COLOR, _EMA_COLOR = "#d62728", "#1f77b4", "#ff7f0e", "#2ca02c"
 
 
 def new_figure(width: float, height: float) -> Figure:
@@ -188,68 +188,70 @@ def plot_feature_maps(feature: torch.Tensor, path: str | os.PathLike | None = No
     return save(fig, path)
 
 
-def read_metrics(metrics: str | os.PathLike | Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The records of a ``metrics.jsonl`` file (one JSON object per line), or the given dicts."""
-    if isinstance(metrics, (str, os.PathLike)):
-        path = Path(metrics)
-        if not path.is_file():
-            raise ConfigError(f"metrics file {str(path)!r} does not exist")
-        records = []
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if line.strip():
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise ConfigError(f"{path}:{number} is not valid JSON: {err.msg}") from None
-                if not isinstance(record, dict):
-                    raise ConfigError(f"{path}:{number} is not a JSON object")
-                records.append(record)
-        return records
-    return [dict(r) for r in metrics]
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _curve_style(label: str) -> dict[str, Any]:
+    """Line style of a training-curve series by its label (``"val (EMA weights)"`` is a val line)."""
+    mode, _, weights = label.partition(" (")
+    if mode == "train":
+        return {"color": _COLOR, "linewidth": 1.2}
+    if mode == "val":
+        return {"color": _EMA_COLOR if weights else _ALERT_COLOR, "marker": "o", "markersize": 4,
+                "linewidth": 1.5}
+    return {"marker": "."}
 
 
 def plot_training_curves(metrics: str | os.PathLike | Iterable[Mapping[str, Any]],
                          path: str | os.PathLike | None = None, *, x: str = "iter",
-                         exclude: Iterable[str] = ("epoch",), cols: int = 3) -> Figure:
+                         exclude: Iterable[str] = ("epoch",), cols: int = 3,
+                         log_y: bool | None = None, fold_constants: bool = True) -> Figure:
     """Every numeric key of a run's ``metrics.jsonl`` against ``x``, train and val drawn separately.
 
-    Records are split by their ``"mode"`` (``"train"``, ``"val"`` ...). A
-    record without ``x`` (a validation record that only has ``"epoch"``,
-    say) is placed at the last ``x`` seen before it.
+    Records are split by their ``"mode"`` (``"train"``, ``"val"`` ...), and by
+    the weights they were evaluated with: records with ``"weights": "ema"``
+    (written by the logger while :class:`~hookline.hooks.EMAHook` has swapped
+    the averaged weights in) are the line ``"val (EMA weights)"``. A record
+    without ``x`` (a validation record that only has ``"epoch"``, say) is
+    placed at the last ``x`` seen before it.
+
+    A key with the same value in every record (a fixed learning rate) gets no
+    panel but a line of text at the top, ``constant: lr = 0.003``, unless
+    ``fold_constants=False``. Loss-like panels get a log y axis (see
+    :func:`~hookline.inspect.curves.use_log_scale`): keys containing
+    ``"loss"``, or positive values spanning more than 1.5 decades; never a
+    panel with a value <= 0. ``log_y=False`` keeps every axis linear,
+    ``log_y=True`` makes every positive panel logarithmic.
+
+    Example::
+
+        >>> records = [{"mode": "train", "iter": i, "loss": 4.0 / i, "lr": 0.01} for i in range(1, 9)]
+        >>> fig = plot_training_curves(records)
+        >>> [(ax.get_title(), ax.get_yscale()) for ax in fig.axes], fig.get_suptitle()
+        ([('loss', 'log')], 'constant: lr = 0.01')
     """
-    records = read_metrics(metrics)
-    skip = {x, "mode", *exclude}
-    series: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
-    last_x: float = 0
-    for index, record in enumerate(records):
-        if _number(record.get(x)):
-            last_x = record[x]
-        position = record[x] if _number(record.get(x)) else (last_x if index else 0)
-        mode = str(record.get("mode", "train"))
-        for key, value in record.items():
-            if key not in skip and _number(value):
-                xs, ys = series.setdefault(key, {}).setdefault(mode, ([], []))
-                xs.append(position)
-                ys.append(value)
+    if log_y is not None and not isinstance(log_y, bool):
+        raise ConfigError(f"log_y must be None (loss-like panels), True or False, got {log_y!r}")
+    series = collect_series(read_metrics(metrics), x=x, exclude=exclude)
     if not series:
         raise ConfigError("no numeric metrics to plot")
-    rows, ncols = _grid(len(series), cols)
-    fig = new_figure(4.2 * ncols, 3.0 * rows)
-    styles: dict[str, dict[str, Any]] = {
-        "train": {"color": _COLOR, "linewidth": 1.2},
-        "val": {"color": _ALERT_COLOR, "marker": "o", "markersize": 4, "linewidth": 1.5},
-    }
-    for i, (key, by_mode) in enumerate(series.items()):
+    constants: dict[str, float] = {}
+    if fold_constants:
+        for key, by_label in series.items():
+            value = constant_value(by_label)
+            if value is not None:
+                constants[key] = value
+    panels = {key: by_label for key, by_label in series.items() if key not in constants}
+    rows, ncols = _grid(len(panels), cols) if panels else (0, 1)
+    fig = new_figure(4.2 * ncols if panels else 6.0, max(3.0 * rows + (0.4 if constants else 0.0), 0.8))
+    if constants:
+        fig.suptitle(constants_note(constants), fontsize=9)
+    for i, (key, by_label) in enumerate(panels.items()):
         ax = fig.add_subplot(rows, ncols, i + 1)
-        for mode, (xs, ys) in by_mode.items():
-            ax.plot(xs, ys, label=mode, **styles.get(mode, {"marker": "."}))
+        for label, (xs, ys) in by_label.items():
+            ax.plot(xs, ys, label=label, **_curve_style(label))
+        if use_log_scale(key, by_label, log_y):
+            ax.set_yscale("log")
         ax.set_title(key, fontsize=9)
         ax.set_xlabel(x, fontsize=8)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(which="both", labelsize=7)  # log axes label minor ticks too
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     return save(fig, path)

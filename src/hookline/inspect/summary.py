@@ -27,7 +27,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
@@ -38,22 +38,23 @@ from hookline.core import ConfigError, HandleGroup
 
 from ._flops import flop_counter, no_mha_fastpath
 from ._inputs import make_inputs
+from ._options import check_columns, check_rows, check_verbose, forward_kwargs
 from ._register import hook_module
-from .features import _tensors
+from .features import tensors_in
 from .model_summary import LayerRecord, ModelSummary
 
 MODES = ("eval", "train", "same")
 
 
 def _shape(output: Any) -> Any:
-    shapes = [list(t.shape) for t in _tensors(output)]
+    shapes = [list(t.shape) for t in tensors_in(output)]
     if not shapes:
         return None
     return shapes[0] if len(shapes) == 1 else shapes
 
 
 def _storages(value: Any) -> set[int]:
-    return {t.untyped_storage().data_ptr() for t in _tensors(value)}
+    return {t.untyped_storage().data_ptr() for t in tensors_in(value)}
 
 
 def _count(module: nn.Module) -> tuple[int, int, int, int]:
@@ -97,7 +98,7 @@ class _Collector:
         self._last_child: dict[int, LayerRecord] = {}
 
     def flops(self) -> int:
-        return sum(self.counter.flop_counts["Global"].values()) if self.counter is not None else 0
+        return self.counter.total if self.counter is not None else 0
 
     def _name(self, module: nn.Module, parent: LayerRecord | None) -> str:
         names = self.names.get(module) or [type(module).__name__]
@@ -109,8 +110,11 @@ class _Collector:
         return names[0]
 
     def record(self, module: nn.Module, name: str, parent: LayerRecord | None, **extra: Any) -> LayerRecord:
+        kernel = getattr(module, "kernel_size", None)
         record = LayerRecord(name, _type_name(module), parent.depth + 1 if parent else 0,
-                             has_children=next(module.children(), None) is not None, parent=parent, **extra)
+                             has_children=next(module.children(), None) is not None, parent=parent,
+                             kernel_size=list(kernel) if isinstance(kernel, (tuple, list)) else kernel,
+                             **extra)
         self.records.append(record)
         self.modules.append(module)
         self._last_child[id(parent)] = record
@@ -154,9 +158,10 @@ class _Collector:
         _module, record, flops_before = self.stack[index]
         del self.stack[index:]
         record.output_shape = _shape(output)
+        record.input_shape = _shape(args) if tensors_in(args) else _shape(kwargs)
         record.flops = self.flops() - flops_before
         inputs = _storages((args, kwargs))
-        record.output_bytes = sum(t.numel() * t.element_size() for t in _tensors(output)
+        record.output_bytes = sum(t.numel() * t.element_size() for t in tensors_in(output)
                                   if t.untyped_storage().data_ptr() not in inputs)
         if not record.has_children:
             self.activation_bytes += record.output_bytes
@@ -178,16 +183,22 @@ class _Collector:
             if count is None:
                 count = counts[id(module)] = _count(module)
             record.params, record.trainable_params, record.own_params, record.own_trainable = count
+            record.param_shapes = [(n, list(p.shape), p.numel()) for n, p in module.named_parameters()
+                                   if not is_lazy(p)]
             if record.container:
                 record.flops = sum(r.flops for r in self.records if r.parent is record)
 
 
 def summary(model: nn.Module, input_size: Sequence[int] | Sequence[Sequence[int]] | None = None,
-            input_data: Any = None, depth: int = 3, *,
-            dtypes: torch.dtype | Sequence[torch.dtype] | None = None,
-            device: torch.device | str | None = None, mode: str = "eval", count_flops: bool = True,
+            input_data: Any = None, depth: int = 3, *, batch_dim: int | None = None,
+            col_names: Iterable[str] | None = None,
+            dtypes: torch.dtype | str | Sequence[torch.dtype | str] | None = None,
+            device: torch.device | str | None = None, mode: str = "eval",
+            row_settings: Iterable[str] | None = None, verbose: int | None = None, count_flops: bool = True,
             **kwargs: Any) -> ModelSummary:
     """Run one forward pass of ``model`` and return its :class:`ModelSummary`.
+
+    The options are torchinfo's where their meaning carries over (docs/inspect.md has the table).
 
     Args:
         model: the model.
@@ -198,12 +209,30 @@ def summary(model: nn.Module, input_size: Sequence[int] | Sequence[Sequence[int]
         input_data: the input itself instead: a tensor, a ``PackedSequence``,
             a tuple/list of positional inputs, or a dict of keyword inputs.
         depth: the deepest level of the module tree shown (the model is 0).
-        dtypes: dtype of each generated input (default float32).
-        device: where inputs go (default: the model's parameters' device).
+        batch_dim: ``input_size`` leaves the batch dimension out: a dimension
+            of 1 is inserted at this index (torchinfo's).
+        col_names: the columns, in order: ``input_size``, ``output_size``,
+            ``num_params``, ``params_percent``, ``kernel_size``, ``mult_adds``,
+            ``trainable`` (torchinfo's), ``trainable_params``, ``flops``
+            (hookline's). Default: output_size, num_params, trainable_params, flops.
+        dtypes: dtype of each generated input (default float32): torch dtypes
+            or names (``"long"``).
+        device: where inputs go (default: the model's parameters' device). The
+            model is not moved (torchinfo moves it): parameters elsewhere are a ConfigError.
         mode: ``"eval"`` (default), ``"train"`` or ``"same"``; every module's
             training flag is restored afterwards.
-        count_flops: count FLOPs with ``FlopCounterMode`` (slower; ``False`` gives 0).
-        **kwargs: further keyword arguments for ``model.forward``.
+        row_settings: torchinfo's ``depth`` (``: 1-2`` after the label),
+            ``var_names`` (``name (Type)``), ``ascii_only``,
+            ``hide_recursive_layers`` (no rows for a shared module's later
+            calls). Default: labels ``name (Type)``.
+        verbose: None (default): print nothing; 0: print nothing; 1: print
+            the table; 2: print it with a row per parameter. torchinfo prints
+            by default; hookline returns the summary for ``print()``.
+        count_flops: count FLOPs (slower; ``False`` gives 0).
+        **kwargs: keyword arguments for ``model.forward``: only names its
+            signature has (or any, if it takes ``**kwargs``); other names are a
+            ConfigError (torchinfo passes everything on). ``col_width`` and
+            ``cache_forward_pass`` are refused.
 
     With no input at all (``summary(model)``) no forward pass runs: the rows
     are the module tree with parameter counts, without shapes or FLOPs. A
@@ -219,12 +248,39 @@ def summary(model: nn.Module, input_size: Sequence[int] | Sequence[Sequence[int]
         raise ConfigError(f"depth must be an int >= 0, got {depth!r}")
     if mode not in MODES:
         raise ConfigError.unknown("mode", mode, MODES)
+    given = input_size is not None or input_data is not None or bool(kwargs)
+    columns, rows = check_columns(col_names, given), check_rows(row_settings)
+    printing = check_verbose(verbose)
+    kwargs = forward_kwargs(model, kwargs)
+    first: torch.Tensor | None = next(iter(model.parameters()), None)
+    if first is None:
+        first = next(iter(model.buffers()), None)
     if device is None:
-        first: torch.Tensor | None = next(iter(model.parameters()), None)
-        if first is None:
-            first = next(iter(model.buffers()), None)
         device = first.device if first is not None else torch.device("cpu")
-    inputs = make_inputs(input_size, input_data, dtypes, torch.device(device), kwargs)
+    device = _device(device, first)
+    result = _run(model, make_inputs(input_size, input_data, dtypes, device, kwargs, batch_dim), depth, mode,
+                  count_flops)
+    result.columns, result.row_settings, result.verbose = columns, rows, printing or 1
+    if printing:
+        print(result)
+    return result
+
+
+def _device(device: torch.device | str, first: torch.Tensor | None) -> torch.device:
+    try:
+        wanted = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"device must be a torch device or its name ('cpu', 'cuda:0'), "
+                          f"got {device!r}") from None
+    if first is not None and (first.device.type != wanted.type or (
+            wanted.index is not None and first.device.index not in (None, wanted.index))):
+        raise ConfigError(f"device {str(wanted)!r}, but the model's parameters are on {str(first.device)!r}: "
+                          "summary does not move the model (torchinfo does); call model.to(device) first")
+    return wanted
+
+
+def _run(model: nn.Module, inputs: tuple[tuple[Any, ...], dict[str, Any]] | None, depth: int, mode: str,
+         count_flops: bool) -> ModelSummary:
     collector = _Collector(model, flop_counter() if count_flops and inputs is not None else None)
     if inputs is None:
         collector.tree(model)
@@ -259,7 +315,7 @@ def summary(model: nn.Module, input_size: Sequence[int] | Sequence[Sequence[int]
         collector.records[0].output_shape = _shape(output)
         collector.records[0].flops = collector.flops()
     return _result(model, collector, depth, input_bytes=sum(
-        t.numel() * t.element_size() for t in _tensors((args, forward_kwargs))))
+        t.numel() * t.element_size() for t in tensors_in((args, forward_kwargs))))
 
 
 def _result(model: nn.Module, collector: _Collector, depth: int, *, forward: bool = True,

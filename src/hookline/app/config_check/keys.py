@@ -39,6 +39,7 @@ from hookline.engine.registries import (
     OPTIMIZERS,
     PARAM_SCHEDULERS,
 )
+from hookline.engine.schedule_length import fill_run_lengths
 from hookline.engine.torch_args import (
     check_dataloader,
     check_loss,
@@ -80,6 +81,7 @@ def _schedulers(spec: Any, where: str, cfg: Mapping) -> None:
         return
     if cfg.get("optimizer") is None and cfg.get("optim_wrapper") is None:
         raise ConfigError(f"{where} needs an optimizer: add optimizer: {{type: SGD, lr: 0.01}}")
+    spec = fill_run_lengths(spec, None, where)  # T_max left out follows the run: a placeholder
     items = spec if isinstance(spec, list) else [spec]
     for i, item in enumerate(items):
         label = f"{where}[{i}]" if isinstance(spec, list) else where

@@ -32,6 +32,7 @@ from hookline.core import ConfigError
 from hookline.core.errors import closest_names
 from hookline.engine.loops import train_loop_config
 from hookline.engine.registries import HOOKS, MODELS
+from hookline.engine.step import own_method
 from hookline.hooks import CheckpointHook, EarlyStoppingHook, EvalHook
 
 __all__ = ["check_run"]
@@ -73,9 +74,10 @@ def _training_needs(cfg: Mapping, model: Any) -> None:
         raise ConfigError("training needs max_epochs or max_iters (how long to train), "
                           "e.g. max_epochs: 10")
     if cfg.get("optimizer") is None and cfg.get("optim_wrapper") is None \
-            and not hasattr(model, "train_step"):
+            and not hasattr(model, "train_step") and own_method(model, "configure_optimizers") is None:
         raise ConfigError("training needs an optimizer, e.g. optimizer: {type: Adam, lr: 0.001} "
-                          "(or optim_wrapper: {optimizer: {...}, clip_grad: ...})")
+                          "(or optim_wrapper: {optimizer: {...}, clip_grad: ...}, or a model "
+                          "with configure_optimizers())")
     if cfg.get("loss_fn") is None and model is not None \
             and not any(hasattr(model, name) for name in ("training_step", "train_step")):
         raise ConfigError(f"training needs loss_fn: {getattr(model, '__name__', 'the model')} has "

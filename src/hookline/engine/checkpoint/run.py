@@ -191,7 +191,8 @@ def save(runner: Runner, path: str | Path, *, save_optimizer: bool = True,
 
 
 def where(meta: dict[str, Any], *, by_epoch: bool) -> str:
-    """A checkpoint's position in words (``after epoch 2, iteration 90``)."""
+    """A checkpoint's position in words (``after epoch 2 (iteration 90)``), worded as the
+    line of a run stopped by a signal there."""
     return describe_position(meta["epoch"], meta.get("batch", 0), meta["iter"],
                              by_epoch=by_epoch, val_pending=bool(meta.get("val_pending", False)))
 
@@ -213,7 +214,7 @@ def load(runner: Runner, path: str | Path, *, resume: bool = True,
         raise CheckpointError(path, f"does not fit this run: {exc}") from exc
     apply(runner, checkpoint, resume=resume, strict=resume, path=path)
     if resume:
-        runner.logger.info("resumed from %s (%s)", path,
+        runner.logger.info("resumed from %s, continuing %s", path,
                            where(checkpoint["meta"], by_epoch=runner.by_epoch))
     else:
         runner.logger.info("loaded weights from %s", path)
@@ -221,10 +222,14 @@ def load(runner: Runner, path: str | Path, *, resume: bool = True,
 
 
 def resume_or_load(runner: Runner, resume: str | Path | None,
-                   load_from: str | Path | None) -> None:
+                   load_from: str | Path | None, *, training: bool = False) -> None:
     """Before a run: remove the temp files of interrupted checkpoint writes from the work dir,
     then ``resume`` ("auto": the newest checkpoint of the work dir that loads and fits) the
     whole run, else load the weights of ``load_from``.
+
+    A new training run (``training``, no ``resume``) in a work dir that already holds
+    checkpoints of an earlier run logs a warning: its files go next to the earlier ones,
+    and files of the same names are replaced.
 
     ``resume="auto"`` falls back from a checkpoint that does not load or fit to the next
     older one, with a warning each; when the work dir holds hookline checkpoints and none
@@ -237,12 +242,24 @@ def resume_or_load(runner: Runner, resume: str | Path | None,
             runner.logger.info("removed %d unfinished checkpoint write(s) an interrupted run left "
                                "in %s: %s", len(removed), runner.work_dir,
                                ", ".join(p.name for p in removed))
+    if training and resume is None and _holds_checkpoints(runner.work_dir):
+        runner.logger.warning(
+            "%s already holds checkpoints of an earlier run: this new run writes next to them "
+            "and replaces files of the same names (epoch_N.pth, best_*.pth, latest); pass "
+            "resume='auto' (hookline train --resume auto) to continue that run instead, or "
+            "choose another work_dir", runner.work_dir)
     if resume == "auto":
         _resume_auto(runner)
     elif resume is not None:
         load(runner, resume)
     elif load_from is not None:
         load(runner, load_from, resume=False)
+
+
+def _holds_checkpoints(folder: Path) -> bool:
+    if (folder / LATEST_FILENAME).is_file():
+        return True
+    return folder.is_dir() and any(is_checkpoint_name(p.name) for p in folder.iterdir())
 
 
 def _resume_auto(runner: Runner) -> None:

@@ -1,0 +1,151 @@
+"""Run directories: every ``hookline train`` run gets its own folder under the work dir.
+
+A work dir (``--work-dir``, the config's ``work_dir``, else
+``work_dirs/<config name>``) is the folder runs go into; each run writes its
+config, ``log.txt``, ``metrics.jsonl``, checkpoints and ``curves.png`` into
+``<work_dir>/<YYYYmmdd_HHMMSS>/`` (MMEngine's timestamp folders, with
+everything of the run inside like Lightning's ``version_N``). Two runs that
+start in the same second get ``_2``, ``_3`` ... so a new run never writes
+into an earlier run's folder. ``<work_dir>/last_run`` (written atomically)
+names the folder of the run started or resumed last.
+
+A work dir in the flat layout of hookline 0.1 (checkpoints directly in it)
+is a run too: :func:`last_run_with_checkpoints` falls back to it, so
+``--resume auto`` still continues it there.
+
+Example::
+
+    >>> import tempfile
+    >>> work_dir = Path(tempfile.mkdtemp())
+    >>> first = new_run_dir(work_dir, now=0.0)
+    >>> second = new_run_dir(work_dir, now=0.0)          # the same second: a suffix
+    >>> second.name == first.name + "_2", read_last_run(work_dir) == second
+    (True, True)
+    >>> last_run_with_checkpoints(work_dir) is None     # no run has written a checkpoint yet
+    True
+    >>> _ = (first / "epoch_1.pth").write_bytes(b"...")
+    >>> last_run_with_checkpoints(work_dir) == first
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from pathlib import Path
+
+from hookline.engine.checkpoint import LATEST_FILENAME, atomic_write
+from hookline.engine.checkpoint.names import is_checkpoint_name
+
+__all__ = ["LAST_RUN_FILE", "has_checkpoints", "is_run_dir_name", "last_run_with_checkpoints",
+           "new_run_dir", "read_last_run", "run_dirs", "write_last_run"]
+
+#: the pointer file in a work dir naming the folder of the last run (relative to the work dir)
+LAST_RUN_FILE = "last_run"
+_RUN_NAME = re.compile(r"(\d{8}_\d{6})(?:_(\d+))?")
+
+
+def is_run_dir_name(name: str) -> bool:
+    """Whether ``name`` is a run folder's name (``20261125_111500``, ``20261125_111500_2``).
+
+    Example::
+
+        >>> is_run_dir_name("20261125_111500_2"), is_run_dir_name("eval")
+        (True, False)
+    """
+    return _RUN_NAME.fullmatch(name) is not None
+
+
+def _order(path: Path) -> tuple[str, int]:
+    match = _RUN_NAME.fullmatch(path.name)
+    assert match is not None  # only run folders are sorted
+    return match.group(1), int(match.group(2) or 1)
+
+
+def run_dirs(work_dir: str | Path) -> list[Path]:
+    """The run folders of ``work_dir``, oldest first (by the time in their names)."""
+    work_dir = Path(work_dir)
+    if not work_dir.is_dir():
+        return []
+    return sorted((p for p in work_dir.iterdir() if p.is_dir() and is_run_dir_name(p.name)),
+                  key=_order)
+
+
+def has_checkpoints(folder: str | Path) -> bool:
+    """Whether ``folder`` holds hookline checkpoints (a ``latest`` pointer, or files named
+    as the checkpoint hooks name them)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return False
+    if (folder / LATEST_FILENAME).is_file():
+        return True
+    return any(is_checkpoint_name(p.name) and p.is_file() for p in folder.iterdir())
+
+
+def new_run_dir(work_dir: str | Path, *, now: float | None = None, create: bool = True) -> Path:
+    """Make (``create``) the folder of a new run, ``<work_dir>/<YYYYmmdd_HHMMSS>[_N]``, and
+    point ``last_run`` at it.
+
+    The folder is made with ``exist_ok=False``, so two processes starting in the same
+    second get different folders. ``create=False`` (the other processes of a
+    multi-process run, which write nothing) only returns the name.
+    """
+    work_dir = Path(work_dir)
+    stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime(time.time() if now is None else now))
+    if not create:
+        return work_dir / stamp
+    work_dir.mkdir(parents=True, exist_ok=True)
+    count = 1
+    while True:
+        candidate = work_dir / (stamp if count == 1 else f"{stamp}_{count}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            count += 1
+            continue
+        write_last_run(work_dir, candidate)
+        return candidate
+
+
+def write_last_run(work_dir: str | Path, run_dir: str | Path) -> Path:
+    """Atomically write ``<work_dir>/last_run`` naming ``run_dir`` (``.`` for the work dir
+    itself, a 0.1 flat layout); returns the pointer's path."""
+    work_dir = Path(work_dir)
+    run_dir = Path(run_dir)
+    try:
+        name = run_dir.resolve().relative_to(work_dir.resolve()).as_posix()
+    except ValueError:
+        raise ValueError(f"run dir {str(run_dir)!r} is not inside the work dir "
+                         f"{str(work_dir)!r}") from None
+    data = (name + "\n").encode("utf-8")
+    return atomic_write(work_dir / LAST_RUN_FILE, lambda stream: stream.write(data))
+
+
+def read_last_run(work_dir: str | Path) -> Path | None:
+    """The folder ``<work_dir>/last_run`` names, when it names an existing folder inside the
+    work dir; otherwise None."""
+    work_dir = Path(work_dir)
+    text = ""
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        text = (work_dir / LAST_RUN_FILE).read_text(encoding="utf-8").strip()
+    if not text or "\n" in text or os.path.isabs(text) or ".." in Path(text).parts:
+        return None
+    folder = work_dir if text == "." else work_dir / text
+    return folder if folder.is_dir() else None
+
+
+def last_run_with_checkpoints(work_dir: str | Path) -> Path | None:
+    """The run ``--resume auto`` continues and ``hookline test`` evaluates: the run
+    ``last_run`` names if it has checkpoints, else the newest run folder that has, else
+    the work dir itself when it holds checkpoints (hookline 0.1's flat layout); None when
+    no run of ``work_dir`` wrote a checkpoint."""
+    work_dir = Path(work_dir)
+    last = read_last_run(work_dir)
+    if last is not None and has_checkpoints(last):
+        return last
+    for folder in reversed(run_dirs(work_dir)):
+        if has_checkpoints(folder):
+            return folder
+    return work_dir if has_checkpoints(work_dir) else None
