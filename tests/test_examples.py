@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from hookline.app.run_dirs import read_last_run
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
@@ -28,5 +30,6 @@ def test_example_config_trains(config, tmp_path):
                              "--set", "max_epochs=2"], cwd=tmp_path, env=ENV,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert (tmp_path / "config.yaml").is_file() and list(tmp_path.glob("best_accuracy_*.pth"))
-    assert list((tmp_path / "tf_logs").glob("events.out.tfevents.*"))
+    run_dir = read_last_run(tmp_path)  # the run's own folder under --work-dir
+    assert (run_dir / "config.yaml").is_file() and list(run_dir.glob("best_accuracy_*.pth"))
+    assert list((run_dir / "tf_logs").glob("events.out.tfevents.*"))

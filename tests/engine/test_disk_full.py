@@ -133,5 +133,6 @@ def test_the_cli_prints_one_error_line_and_no_traceback(tmp_path):
     assert len(errors) == 1 and result.stderr.strip() == errors[0]
     assert "cannot write checkpoint" in errors[0] and "epoch_2.pth" in errors[0]
     assert "No space left on device (ENOSPC)" in errors[0]
-    assert sorted(p.name for p in (tmp_path / "work").glob("*.pth")) == ["epoch_1.pth"]
-    assert torch.load(tmp_path / "work" / "epoch_1.pth", weights_only=True)["meta"]["epoch"] == 1
+    (run_dir,) = [p for p in (tmp_path / "work").iterdir() if p.is_dir()]  # the run's folder
+    assert sorted(p.name for p in run_dir.glob("*.pth")) == ["epoch_1.pth"]
+    assert torch.load(run_dir / "epoch_1.pth", weights_only=True)["meta"]["epoch"] == 1

@@ -266,7 +266,7 @@ def _check_stopped_together(out: Path, returncode: int, console: str) -> None:
     assert checkpoint["meta"]["iter"] == stopped
     assert all(torch.equal(checkpoint["state_dict"][k], w0[k]) for k in w0)
     assert (work / "latest").read_text().strip() == f"iter_{stopped}.pth"
-    assert f"iteration {stopped}; checkpoint saved to" in (work / "log.txt").read_text()
+    assert f"(iteration {stopped}); checkpoint saved to" in (work / "log.txt").read_text()
 
 
 @needs_gloo

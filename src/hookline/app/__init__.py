@@ -15,8 +15,20 @@ Example::
     1
 """
 
-from .config import apply_overrides, build_runner, load_config, resolve_config, save_config
-from .defaults import register_builtins
+from __future__ import annotations
 
-__all__ = ["apply_overrides", "build_runner", "load_config", "register_builtins",
-           "resolve_config", "save_config"]
+import importlib
+from typing import Any
+
+# name -> submodule; imported on first use, so that a command that needs no torch (``hookline
+# docs``) does not pay for it when it imports hookline.app.docs_command
+_EXPORTS = {"apply_overrides": "config", "build_runner": "config", "load_config": "config",
+            "resolve_config": "config", "save_config": "config", "register_builtins": "defaults"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'hookline.app' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
