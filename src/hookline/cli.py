@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
             "evaluate a run's best/latest checkpoint on the config's val_dataloader"),
     "hooks": ("hookline.app.commands", "add_hooks_arguments", "run_hooks",
               "print a config's hook table, or list every registered hook"),
-    "inspect": ("hookline.inspect.command", "add_arguments", "run",
+    "inspect": ("hookline.app.inspect_command", "add_arguments", "run",
                 "summarise a model; gradient/activation statistics and plots"),
     "docs": ("hookline.app.docs_command", "add_arguments", "run",
              "print the documentation: the topics, or one topic's Markdown"),

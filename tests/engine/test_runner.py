@@ -231,7 +231,8 @@ def test_training_step_without_loss_is_a_clear_error(tmp_path):
 
     runner = Runner(NoLoss(), optimizer={"type": "SGD", "lr": 0.1}, max_epochs=1,
                     train_dataloader=DataLoader(dataset(), batch_size=8), work_dir=tmp_path)
-    with pytest.raises(TypeError, match="NoLoss.training_step must return a loss tensor or a dict with a 'loss'"):
+    with pytest.raises(TypeError, match="NoLoss.training_step must return a loss tensor or a "
+                                        "dict with a 'loss'"):
         runner.train()
 
 

@@ -15,6 +15,7 @@ and is a context manager that removes every hook it added on exit::
 
 from typing import Any
 
+from ._inputs import DTYPE_NAMES, parse_dtype
 from .activations import ActivationStats
 from .clipping import clip_gradients, edit_gradients
 from .features import FeatureExtractor
@@ -41,6 +42,8 @@ __all__ = [
     "LayerTime",
     "transform_inputs",
     "transform_outputs",
+    "parse_dtype",
+    "DTYPE_NAMES",
     "plot_gradient_flow",
     "plot_activation_histograms",
     "plot_feature_maps",

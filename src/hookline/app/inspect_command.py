@@ -22,7 +22,7 @@ run's ``metrics.jsonl`` to ``training_curves.png`` in ``--plot-dir``.
 Example::
 
     >>> import argparse
-    >>> from hookline.inspect import command
+    >>> from hookline.app import inspect_command as command
     >>> parser = argparse.ArgumentParser(prog="hookline inspect")
     >>> command.add_arguments(parser)
     >>> args = parser.parse_args(["torch.nn:Identity", "--input-size", "2,3"])
@@ -43,8 +43,15 @@ import torch
 from torch import nn
 
 from hookline.core import ConfigError
+from hookline.inspect import (
+    DTYPE_NAMES,
+    ActivationStats,
+    FeatureExtractor,
+    GradientMonitor,
+    summary,
+)
 
-from ._cli_inputs import (
+from .inspect_inputs import (
     DEFAULT_MODEL,
     DEMO_BATCH,
     demo_batch,
@@ -55,11 +62,6 @@ from ._cli_inputs import (
     parse_model_args,
     synthetic_inputs,
 )
-from ._inputs import DTYPE_NAMES
-from .activations import ActivationStats
-from .features import FeatureExtractor
-from .gradients import GradientMonitor
-from .summary import summary
 
 DEFAULT_INPUT_SIZE = "1,1,8,8"  # for a model other than the demo's, when --input-size is not given
 __all__ = ["DEFAULT_MODEL", "add_arguments", "load_model", "parse_input_size", "run"]
@@ -106,7 +108,11 @@ def _pseudo_loss(output: Any, labels: torch.Tensor | None) -> torch.Tensor:
 def _grad_report(model: nn.Module, inputs: list[torch.Tensor], labels: torch.Tensor | None,
                  plot_dir: Path | None) -> None:
     # matplotlib loads only when something is plotted
-    from .plots import plot_activation_histograms, plot_feature_maps, plot_gradient_flow  # noqa: PLC0415
+    from hookline.inspect.plots import (  # noqa: PLC0415 - matplotlib loads on first use
+        plot_activation_histograms,
+        plot_feature_maps,
+        plot_gradient_flow,
+    )
 
     # _ConvNd: the base of every torch conv layer, with no public name
     convs = [n for n, m in model.named_modules() if isinstance(m, nn.modules.conv._ConvNd)]  # noqa: SLF001
@@ -180,7 +186,9 @@ def run(args: argparse.Namespace) -> int:
     if args.grad or (args.plot_dir is not None and args.metrics is None):
         _grad_report(model, inputs, labels, args.plot_dir)
     if args.metrics is not None:
-        from .plots import plot_training_curves  # noqa: PLC0415 - matplotlib loads on first use
+        from hookline.inspect.plots import (  # noqa: PLC0415 - matplotlib loads on first use
+            plot_training_curves,
+        )
 
         plot_training_curves(args.metrics, args.plot_dir / "training_curves.png")
         print(f"wrote training_curves.png to {args.plot_dir}")

@@ -6,11 +6,11 @@ import json
 import pytest
 import torch
 
+from hookline.app import inspect_command as command
 from hookline.cli import main
 from hookline.core import ConfigError
-from hookline.inspect import command
 
-from . import models
+from ..inspect import models
 
 
 def _run(argv, capsys):

@@ -14,7 +14,7 @@
 
 Example::
 
-    >>> from hookline.inspect._cli_inputs import parse_dtypes, parse_model_args
+    >>> from hookline.app.inspect_inputs import parse_dtypes, parse_model_args
     >>> parse_model_args('{"vocab": 100}'), parse_dtypes("float,long", 2)
     ({'vocab': 100}, [torch.float32, torch.int64])
 """
@@ -31,8 +31,7 @@ from torch import nn
 from hookline.core import ConfigError
 from hookline.core.errors import closest_names
 from hookline.core.registry import check_call
-
-from ._inputs import DTYPE_NAMES, parse_dtype
+from hookline.inspect import DTYPE_NAMES, parse_dtype
 
 DEFAULT_MODEL = "hookline.demo.model:DigitsCNN"
 DEMO_BATCH = 16
