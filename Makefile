@@ -26,7 +26,7 @@ test: lint
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2
 
 demo: $(STAMP)
-	$(VENV)/bin/hookline train --work-dir work_dirs/demo
+	$(VENV)/bin/hookline train --work-dir work_dirs/demo --test
 
 # The benchmarks get their own environment, so that the frameworks compared in
 # benchmarks/runner_overhead.py never enter the test environment. Each of them
