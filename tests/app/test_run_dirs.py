@@ -174,3 +174,50 @@ def test_curves_are_drawn_for_a_run_that_fails(tmp_path, capsys):
     assert 30 <= records[-1]["iter"] <= 60
     assert (run / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "trained" not in capsys.readouterr().out  # no success line
+
+
+BAD_OPTIMIZERS = '''
+import torch
+
+from hookline.engine.registries import MODELS
+
+
+@MODELS.register(force=True)
+class NoOptimizer(torch.nn.Module):
+    """A Lightning-style module whose configure_optimizers() returns something unusable."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.net(x.flatten(1))
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self(x), y)
+
+    def configure_optimizers(self):
+        return "adam please"
+'''
+
+
+def test_a_run_whose_runner_cannot_be_built_leaves_no_folder_behind(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad_optim.py").write_text(BAD_OPTIMIZERS)
+    cfg = load_config(demo_config_path())
+    cfg.pop("optimizer")
+    cfg.pop("param_scheduler", None)
+    cfg["custom_imports"] = ["bad_optim"]
+    cfg["model"] = {"type": "NoOptimizer"}
+    cfg.pop("loss_fn", None)
+    config = tmp_path / "bad.json"
+    config.write_text(json.dumps(cfg))
+    work = tmp_path / "work"
+    first = train(capsys, "--work-dir", str(work), "--set", "max_epochs=1")
+    assert "trained 1/1 epochs" in first
+    (good,) = run_dirs(work)
+    code = main(["train", str(config), "--work-dir", str(work), *QUIET])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "configure_optimizers" in err
+    assert run_dirs(work) == [good] and read_last_run(work) == good

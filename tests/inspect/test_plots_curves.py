@@ -48,6 +48,9 @@ def test_a_real_run_with_ema_labels_its_validation_and_folds_the_fixed_lr(tmp_pa
     assert ["weights" in r for r in val] == [False, True, True]
     assert val[1]["weights"] == "ema"
     assert all("weights" not in r for r in records if r["mode"] == "train")
+    val_lines = [line for line in (tmp_path / "log.txt").read_text().splitlines()
+                 if "Epoch(val)" in line]
+    assert ["(EMA weights)" in line for line in val_lines] == [False, True, True]
 
     fig = plot_training_curves(metrics, tmp_path / "curves.png", exclude=("epoch", "time", "data_time"))
     assert (tmp_path / "curves.png").read_bytes()[:8] == PNG_MAGIC

@@ -46,7 +46,14 @@ from .command_common import (
 )
 from .config import SAVED_NAME, build_runner, resolve_config, save_config
 from .eval_commands import checkpoint_of_run, evaluate_checkpoint, require_loader
-from .run_dirs import is_run_dir_name, last_run_with_checkpoints, new_run_dir, write_last_run
+from .run_dirs import (
+    discard_run_dir,
+    is_run_dir_name,
+    last_run_with_checkpoints,
+    new_run_dir,
+    read_last_run,
+    write_last_run,
+)
 
 CURVES_FILE = "curves.png"
 
@@ -85,8 +92,15 @@ def run_train(args: argparse.Namespace) -> int:
                               "multi-process training run hookline test (with torchrun, too)")
     # the whole config is checked before a run folder is made
     resolve_config(cfg, work_dir=work_dir, resume=resume, for_training=True)
+    previous = read_last_run(work_dir)
     run_dir, earlier = choose_run_dir(work_dir, resume)
-    runner = build_runner(cfg, work_dir=run_dir, resume=resume, for_training=True)
+    fresh = run_dir.is_dir() and not any(run_dir.iterdir())
+    try:
+        runner = build_runner(cfg, work_dir=run_dir, resume=resume, for_training=True)
+    except BaseException:
+        if fresh:  # e.g. a configure_optimizers() result the Runner refuses: leave no empty run
+            discard_run_dir(work_dir, run_dir, previous)
+        raise
     if runner.config is not None:  # the saved config trains a new run beside this one
         runner.config["work_dir"] = str(work_dir)
         if runner.is_main_process:

@@ -33,14 +33,19 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
 from hookline.engine.checkpoint import LATEST_FILENAME, atomic_write
 from hookline.engine.checkpoint.names import is_checkpoint_name
 
-__all__ = ["LAST_RUN_FILE", "has_checkpoints", "is_run_dir_name", "last_run_with_checkpoints",
-           "new_run_dir", "read_last_run", "run_dirs", "write_last_run"]
+__all__ = ["LAST_RUN_FILE", "discard_run_dir", "has_checkpoints", "is_run_dir_name",
+           "last_run_with_checkpoints", "new_run_dir", "read_last_run", "run_dirs",
+           "write_last_run"]
+
+#: what building a Runner writes into its folder before training starts
+_BUILD_OUTPUTS = frozenset({"log.txt", "config.yaml"})
 
 #: the pointer file in a work dir naming the folder of the last run (relative to the work dir)
 LAST_RUN_FILE = "last_run"
@@ -149,3 +154,22 @@ def last_run_with_checkpoints(work_dir: str | Path) -> Path | None:
         if has_checkpoints(folder):
             return folder
     return work_dir if has_checkpoints(work_dir) else None
+
+
+def discard_run_dir(work_dir: str | Path, run_dir: str | Path, previous: Path | None) -> bool:
+    """Remove the folder of a run that never started (its Runner could not be built) and
+    point ``last_run`` back at ``previous`` (or remove the pointer when there was none).
+
+    Only a folder holding nothing but what a Runner's construction writes (``log.txt``,
+    ``config.yaml``) is removed: a folder with anything else in it is left alone and
+    False is returned.
+    """
+    work_dir, run_dir = Path(work_dir), Path(run_dir)
+    if not run_dir.is_dir() or {p.name for p in run_dir.iterdir()} - _BUILD_OUTPUTS:
+        return False
+    shutil.rmtree(run_dir)
+    if previous is not None and previous.is_dir():
+        write_last_run(work_dir, previous)
+    elif read_last_run(work_dir) is None:
+        (work_dir / LAST_RUN_FILE).unlink(missing_ok=True)
+    return True

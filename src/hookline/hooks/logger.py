@@ -291,10 +291,12 @@ class LoggerHook(Hook):
         else:
             where = f"Iter({mode}) {progress}".rstrip()
         ordered = {k: metrics[k] for k in sorted(metrics, key=lambda k: k != "loss")}
-        runner.logger.info("  ".join([where] + [f"{k}: {_fmt(v)}" for k, v in ordered.items()]))
-        record: dict[str, Any] = {"mode": mode, "epoch": runner.epoch, "iter": runner.iter}
         weights = runner.message_hub.info.get(EVAL_WEIGHTS_KEY)
-        if isinstance(weights, str) and weights:
+        named = isinstance(weights, str) and bool(weights)
+        tag = [f"({str(weights).upper()} weights)"] if named else []  # e.g. "(EMA weights)"
+        runner.logger.info("  ".join([where, *tag] + [f"{k}: {_fmt(v)}" for k, v in ordered.items()]))
+        record: dict[str, Any] = {"mode": mode, "epoch": runner.epoch, "iter": runner.iter}
+        if named:
             record["weights"] = weights
         self._write(runner, {**record, **ordered})
 
