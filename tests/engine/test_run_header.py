@@ -71,7 +71,8 @@ def test_sizes_that_cannot_be_known_are_said_unknown(tmp_path: Path) -> None:
                     val_dataloader=DataLoader(Stream(), batch_size=2), work_dir=tmp_path)
     model_line, data_line, _ = run_header(runner)
     assert model_line == "model: LazyLinear, parameters not yet known (lazy modules); cpu, float32"
-    assert data_line == "data: train 6 samples, 3 batches per epoch; val unknown size; test none"
+    assert data_line == ("data: train 6 samples, 3 batches per epoch; val size unknown "
+                         "(IterableDataset); test none")
 
 
 @pytest.mark.parametrize("number, text", [

@@ -120,11 +120,21 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
                 f"{', '.join(DATALOADER_KEYS)}"
             )
         shuffle = options.pop("shuffle", shuffle_default)
+        if isinstance(dataset, IterableDataset):
+            if "shuffle" in spec and shuffle:
+                raise ConfigError(f"{name}: shuffle=True with an IterableDataset "
+                                  f"({type(dataset).__name__}), which yields its samples in its "
+                                  "own order: drop shuffle (shuffle inside the dataset)")
+            _warn_unsharded(dataset, name, world_size, logger)
+            return DataLoader(dataset, generator=torch.Generator().manual_seed(seed), **options)
         return _wrap(dataset, shuffle, options, seed, rank, world_size, pad)
     if not isinstance(spec, DataLoader):
         raise ConfigError(f"{name} must be a torch DataLoader or a config dict, got {type(spec)}")
     loader = spec
-    if isinstance(loader.dataset, IterableDataset) or loader.batch_sampler is None:
+    if isinstance(loader.dataset, IterableDataset):
+        _warn_unsharded(loader.dataset, name, world_size, logger)
+        return loader
+    if loader.batch_sampler is None:
         return loader
     sampler = loader.sampler
     if type(loader.batch_sampler).__name__ != "BatchSampler" or not isinstance(
@@ -155,10 +165,37 @@ def _wrap(dataset: Any, shuffle: bool, options: dict[str, Any], seed: int, rank:
     return DataLoader(dataset, sampler=sampler, generator=generator, **options)
 
 
+def _warn_unsharded(dataset: Any, name: str, world_size: int, logger: logging.Logger) -> None:
+    if world_size > 1:
+        logger.warning("%s: hookline does not shard an IterableDataset (%s) over the %d "
+                       "processes: it must split its samples by rank itself and give every "
+                       "rank as many batches", name, type(dataset).__name__, world_size)
+
+
+def loader_length(loader: Any) -> int | None:
+    """``len(loader)``, or None for a loader without a length (over an ``IterableDataset``
+    without ``__len__``, or a plain iterable).
+
+    Example::
+
+        >>> loader_length(DataLoader(range(10), batch_size=4)), loader_length(iter([1, 2]))
+        (3, None)
+    """
+    try:
+        return len(loader)
+    except TypeError:
+        return None
+
+
 def set_epoch(loader: DataLoader[Any] | None, epoch: int) -> None:
-    """Tell ``loader``'s sampler (and worker seeding) which epoch starts."""
+    """Tell ``loader``'s sampler (and worker seeding) which epoch starts; an
+    ``IterableDataset`` with a ``set_epoch`` method (e.g. Hugging Face's) gets it too."""
     if loader is None:
         return
+    dataset = getattr(loader, "dataset", None)
+    dataset_set_epoch = getattr(dataset, "set_epoch", None)
+    if isinstance(dataset, IterableDataset) and callable(dataset_set_epoch):
+        dataset_set_epoch(epoch)
     for sampler in (getattr(loader, "sampler", None),
                     getattr(getattr(loader, "batch_sampler", None), "sampler", None)):
         if sampler is not None and hasattr(sampler, "set_epoch"):

@@ -21,16 +21,19 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from hookline.core import ConfigError
 
+from .base_loop import BaseLoop, note_where
 from .checks import positive_int
-from .data import move_to, set_epoch, skip_batches
-from .evaluator import Evaluator
+from .data import loader_length, move_to, set_epoch
+from .data_pass import LookAheadPass, start_pass
+from .eval_loop import TestLoop, ValLoop
+from .loop_config import train_loop_config
 from .registries import LOOPS
 from .run_state import describe_position
 
@@ -39,63 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .runner import Runner
 
 __all__ = ["LOOPS", "BaseLoop", "EpochBasedTrainLoop", "IterBasedTrainLoop", "TestLoop",
-           "TrainLoop", "ValLoop"]
-
-
-def train_loop_config(train_loop: str | Mapping[str, Any] | None, *, max_epochs: int | None,
-                      max_iters: int | None, val_interval: int | None) -> dict[str, Any] | None:
-    """The ``LOOPS`` config of a Runner's train loop, or None when it has no length.
-
-    ``train_loop`` (a loop name or a config, like MMEngine's ``train_cfg``) may
-    hold ``max_epochs`` / ``max_iters`` / ``val_interval`` itself; the
-    Runner's arguments of the same name fill in what it leaves out, and the
-    same key given twice with different values is a :class:`ConfigError`.
-
-    Example::
-
-        >>> train_loop_config({"type": "EpochBasedTrainLoop", "val_interval": 2},
-        ...                   max_epochs=12, max_iters=None, val_interval=None)
-        {'type': 'EpochBasedTrainLoop', 'val_interval': 2, 'max_epochs': 12}
-    """
-    if train_loop is not None and not isinstance(train_loop, (str, Mapping)):
-        raise ConfigError(f"train_loop must be a LOOPS name or a config dict, got {train_loop!r}")
-    cfg: dict[str, Any] = dict(train_loop) if isinstance(train_loop, Mapping) else \
-        {"type": train_loop}
-    for key, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
-                       ("val_interval", val_interval)):
-        if value is None:
-            continue
-        if cfg.get(key, value) != value:
-            raise ConfigError(f"{key} is {value!r} for the Runner and {cfg[key]!r} in train_loop: "
-                              "give it once")
-        cfg[key] = value
-    if "max_epochs" in cfg and "max_iters" in cfg:
-        raise ConfigError("give max_epochs or max_iters, not both")
-    if "max_epochs" not in cfg and "max_iters" not in cfg:
-        return None
-    if cfg.get("type") is None:
-        cfg["type"] = "EpochBasedTrainLoop" if "max_epochs" in cfg else "IterBasedTrainLoop"
-    return cfg
-
-
-def _note(exc: BaseException, message: str) -> None:
-    """Add where the error happened to ``exc`` (shown under its traceback)."""
-    add_note = getattr(exc, "add_note", None)
-    if add_note is not None:
-        add_note(message)
-
-
-class BaseLoop(abc.ABC):
-    """A loop over ``dataloader`` driven by ``runner`` (``run()`` does the work)."""
-
-    def __init__(self, runner: Runner, dataloader: Any) -> None:
-        self.runner = runner
-        #: assignable: a train loop reads it at the start of every epoch
-        self.dataloader = dataloader
-
-    @abc.abstractmethod
-    def run(self) -> Any:
-        """Run the loop; what it returns is the loop's result (the model, the metrics)."""
+           "TrainLoop", "ValLoop", "train_loop_config"]
 
 
 class TrainLoop(BaseLoop):
@@ -108,6 +55,8 @@ class TrainLoop(BaseLoop):
         super().__init__(runner, dataloader)
         self.val_begin = positive_int(val_begin, "val_begin")
         self.val_interval = positive_int(val_interval, "val_interval")
+        self._pass: LookAheadPass | None = None  # the pass over a loader without a length
+        self._seen_length: int | None = None  # batches in the latest full pass over such a loader
 
     # -- MMEngine's attributes -------------------------------------------------------------
     @property
@@ -131,19 +80,29 @@ class TrainLoop(BaseLoop):
         self.state.stop_training = bool(value)
 
     @property
-    def epoch_length(self) -> int:
-        """Batches in one pass over the current dataloader."""
-        return len(self.dataloader)
+    def epoch_length(self) -> int | None:
+        """Batches in one pass over the current dataloader. For a loader without a length:
+        the current pass's once its last batch is read (one batch ahead), else the latest
+        full pass's (at least the batches read so far); None before a pass has ended."""
+        length = loader_length(self.dataloader)
+        if length is not None:
+            return length
+        current, seen = self._pass, self._seen_length
+        if current is None:
+            return seen
+        if current.exhausted:
+            return current.fetched
+        return None if seen is None else max(seen, current.fetched)
 
     @property
     @abc.abstractmethod
-    def max_epochs(self) -> int:
-        """Passes over the data the run makes."""
+    def max_epochs(self) -> int | None:
+        """Passes over the data the run makes (None: not known yet)."""
 
     @property
     @abc.abstractmethod
-    def max_iters(self) -> int:
-        """Iterations the run makes."""
+    def max_iters(self) -> int | None:
+        """Iterations the run makes (None: not known yet)."""
 
     # -- when validation runs: the one place that decides ----------------------------------
     def _val_due(self, done: int, last: int) -> bool:
@@ -170,7 +129,7 @@ class TrainLoop(BaseLoop):
         try:
             outputs = runner.train_step(data_batch, batch_in_epoch)
         except Exception as exc:
-            _note(exc, f"hookline: raised in the training step of iteration {self.iter} "
+            note_where(exc, f"hookline: raised in the training step of iteration {self.iter} "
                        f"(epoch {self.epoch + 1}, batch {batch_in_epoch})")
             raise
         runner.outputs = outputs
@@ -197,12 +156,13 @@ class TrainLoop(BaseLoop):
         state = self.state
         if state.val_pending:
             return
+        epochs, iters = self.max_epochs, self.max_iters
         if state.stop_training:
             reason = "the run had stopped early (stop_training, e.g. by early stopping)"
-        elif self.by_epoch and state.epoch >= self.max_epochs:
-            reason = f"all {self.max_epochs} epochs are done; raise max_epochs to train on"
-        elif not self.by_epoch and state.iter >= self.max_iters:
-            reason = f"all {self.max_iters} iterations are done; raise max_iters to train on"
+        elif self.by_epoch and epochs is not None and state.epoch >= epochs:
+            reason = f"all {epochs} epochs are done; raise max_epochs to train on"
+        elif not self.by_epoch and iters is not None and state.iter >= iters:
+            reason = f"all {iters} iterations are done; raise max_iters to train on"
         else:
             return
         self.runner.logger.info("nothing left to train %s: %s", describe_position(
@@ -229,16 +189,25 @@ class EpochBasedTrainLoop(TrainLoop):
         super().__init__(runner, dataloader, val_begin=val_begin, val_interval=val_interval)
         self._max_epochs = positive_int(max_epochs, "max_epochs")
         # fixed here, as in MMEngine: a loader swapped in later does not change the plan
-        self._max_iters = self._max_epochs * len(dataloader)
+        length = loader_length(dataloader)
+        self._max_iters = None if length is None else self._max_epochs * length
+        self._epoch_start_iter = 0  # the iteration the current epoch started at
 
     @property
     def max_epochs(self) -> int:
         return self._max_epochs
 
     @property
-    def max_iters(self) -> int:
-        """``max_epochs`` x batches per epoch of the loader the loop was built with."""
-        return self._max_iters
+    def max_iters(self) -> int | None:
+        """``max_epochs`` x batches per epoch of the loader the loop was built with. For a
+        loader without a length: from :attr:`epoch_length` (the epochs left counted as long
+        as it), so exact at the last batch of the run; None before a pass has ended."""
+        if self._max_iters is not None:
+            return self._max_iters
+        length = self.epoch_length
+        if length is None:
+            return None
+        return self._epoch_start_iter + (self._max_epochs - self.epoch) * length
 
     def val_due_after_epoch(self, epochs_done: int) -> bool:
         return self._val_due(epochs_done, self._max_epochs)
@@ -264,24 +233,54 @@ class EpochBasedTrainLoop(TrainLoop):
         training stopped before the pass ended."""
         runner, state = self.runner, self.state
         start = state.take_resume_batch()
+        self._epoch_start_iter = self.iter - start
         runner.hooks.call(runner, "before_train_epoch")
         loader = self.dataloader  # a loader a hook assigned, even in before_train_epoch, runs now
-        length = len(loader)
+        length = loader_length(loader)
         set_epoch(loader, self.epoch)
-        if 0 < start < length:
-            skip_batches(loader, start)
-        self._count_updates(start, length)
-        if start < length:
-            for batch_idx, data_batch in enumerate(loader, start):
-                self.run_iter(batch_idx, data_batch, batch_idx)
-                if runner.check_stop():
-                    break
+        if length is None:
+            length = self._run_unsized_pass(loader, start)
+        else:
+            self._count_updates(start, length)
+            if start < length:
+                iterator, _ = start_pass(loader, start)
+                for batch_idx, data_batch in enumerate(iterator, start):
+                    self.run_iter(batch_idx, data_batch, batch_idx)
+                    if runner.check_stop():
+                        break
         if self.stop_training and state.batch < length:
             return False
         state.complete_epoch(self.val_due_after_epoch(self.epoch + 1))
         runner.hooks.call(runner, "after_train_epoch")
         state.advance_epoch()
+        self._epoch_start_iter = self.iter
         return True
+
+    def _run_unsized_pass(self, loader: Any, start: int) -> int:
+        """The epoch's batches from a loader without a length, read one ahead so that the
+        last is known before its step runs; returns the pass's length (once read to its
+        end; else more than the batches done)."""
+        iterator, skipped = start_pass(loader, start)  # a resumed epoch: read and dropped
+        if skipped < start:
+            self.runner.logger.warning(
+                "train_dataloader: epoch %d has %d batches, fewer than the %d the checkpoint "
+                "had done (the data changed?): the epoch ends there", self.epoch + 1, skipped,
+                start)
+            return skipped
+        data = self._pass = LookAheadPass(iterator, start)
+        self._count_updates(start, -1)  # group sizes as if the pass went on
+        try:
+            for batch_idx, data_batch in data:
+                if data.exhausted:  # the last, maybe shorter, accumulation group steps here
+                    self._count_updates(batch_idx, batch_idx + 1)
+                self.run_iter(batch_idx, data_batch, batch_idx)
+                if self.runner.check_stop():
+                    break
+            if data.exhausted:
+                self._seen_length = data.fetched
+        finally:
+            self._pass = None
+        return data.fetched
 
 
 @LOOPS.register()
@@ -296,16 +295,22 @@ class IterBasedTrainLoop(TrainLoop):
                  val_interval: int = 1000) -> None:
         super().__init__(runner, dataloader, val_begin=val_begin, val_interval=val_interval)
         self._max_iters = positive_int(max_iters, "max_iters")
-        self._max_epochs = math.ceil(self._max_iters / len(dataloader))
+        length = loader_length(dataloader)
+        self._max_epochs = None if length is None else math.ceil(self._max_iters / length)
+        self._origin = (0, 0)  # a loader without a length: (current pass, its first iteration)
 
     @property
     def max_iters(self) -> int:
         return self._max_iters
 
     @property
-    def max_epochs(self) -> int:
-        """Passes over the data the run makes (the last one may be partial)."""
-        return self._max_epochs
+    def max_epochs(self) -> int | None:
+        """Passes over the data the run makes (the last one may be partial); for a loader
+        without a length, counted in :attr:`epoch_length` (None before a pass has ended)."""
+        if self._max_epochs is not None:
+            return self._max_epochs
+        length = self.epoch_length
+        return None if length is None else math.ceil(self._max_iters / length)
 
     def val_due_after_iter(self, iters_done: int) -> bool:
         return self._val_due(iters_done, self._max_iters)
@@ -322,12 +327,14 @@ class IterBasedTrainLoop(TrainLoop):
         self._validate_pending()
         while self.iter < self._max_iters and not self.stop_training:
             loader = self.dataloader
-            length = len(loader)
-            data_pass, start = divmod(self.iter, length)
-            set_epoch(loader, data_pass)
-            if 0 < start < length:
-                skip_batches(loader, start)
-            for position, data_batch in enumerate(loader, start):
+            length = loader_length(loader)
+            if length is None:
+                batches: Iterator[tuple[int, Any]] = self._unsized_pass(loader)
+            else:
+                data_pass, start = divmod(self.iter, length)
+                set_epoch(loader, data_pass)
+                batches = enumerate(start_pass(loader, start)[0], start)
+            for position, data_batch in batches:
                 self.run_iter(self.iter, data_batch, position)
                 if self.val_due_after_iter(self.iter):
                     self._validate()
@@ -338,73 +345,27 @@ class IterBasedTrainLoop(TrainLoop):
         runner.check_stop()  # a signal while training ended is not lost either
         return runner.model
 
-
-@LOOPS.register()
-class ValLoop(BaseLoop):
-    """One pass over ``dataloader`` without gradients; ``metrics`` are computed over it.
-
-    ``run()`` returns the metrics dict (also kept as :attr:`last_metrics` and in
-    ``message_hub`` as ``val/<name>`` and ``info["val_metrics"]``).
-    """
-
-    mode = "val"
-
-    def __init__(self, runner: Runner, dataloader: Any, metrics: Any = None) -> None:
-        super().__init__(runner, dataloader)
-        #: name -> metric callable or torchmetrics metric
-        self.metrics = dict(metrics if metrics is not None else runner.metrics)
-        self.last_metrics: dict[str, float] = {}
-        #: what accumulates the current pass (MMEngine's ``val_loop.evaluator``): a hook may
-        #: run ``run_iter(i, batch)`` itself and read ``evaluator.evaluate(size)``
-        self.evaluator = Evaluator(self.metrics)
-
-    def run(self) -> dict[str, float]:
-        runner, mode = self.runner, self.mode
-        call = runner.hooks.call
-        model = runner.model
-        was_training = model.training
-        evaluator = self.evaluator = Evaluator(self.metrics)
-        call(runner, f"before_{mode}")
-        call(runner, f"before_{mode}_epoch")
-        model.eval()
-        try:
-            with torch.no_grad():
-                for batch_idx, data_batch in enumerate(self.dataloader):
-                    self.run_iter(batch_idx, data_batch, evaluator)
-            metrics = evaluator.compute()
-        finally:
-            model.train(was_training)
-        if mode == "val":
-            runner.state.complete_val()  # a checkpoint written from here on does not repeat it
-        for name, value in metrics.items():
-            runner.message_hub.update(f"{mode}/{name}", value)
-        runner.message_hub.info[f"{mode}_metrics"] = metrics
-        self.last_metrics = metrics
-        call(runner, f"after_{mode}_epoch", metrics=metrics)
-        call(runner, f"after_{mode}")
-        return metrics
-
-    def run_iter(self, batch_idx: int, data_batch: Any, evaluator: Evaluator | None = None
-                 ) -> None:
-        """One batch: hooks, the model's step, the outputs into ``evaluator`` (default:
-        :attr:`evaluator`), hooks."""
-        runner, mode = self.runner, self.mode
-        if evaluator is None:
-            evaluator = self.evaluator
-        data_batch = move_to(data_batch, runner.device)
-        runner.hooks.call(runner, f"before_{mode}_iter", batch_idx=batch_idx, data_batch=data_batch)
-        try:
-            outputs = runner.eval_step(data_batch, mode, batch_idx)
-        except Exception as exc:
-            _note(exc, f"hookline: raised in the {mode} step of batch {batch_idx}")
-            raise
-        evaluator.process(outputs)
-        runner.hooks.call(runner, f"after_{mode}_iter", batch_idx=batch_idx, data_batch=data_batch,
-                          outputs=outputs)
-
-
-@LOOPS.register()
-class TestLoop(ValLoop):
-    """:class:`ValLoop` for the test set (``*_test_*`` stages, ``test/<name>`` metrics)."""
-
-    mode = "test"
+    def _unsized_pass(self, loader: Any) -> Iterator[tuple[int, Any]]:
+        """The rest of the current pass over a loader without a length. Where a run resumes,
+        the batches before it are read and dropped, pass after pass."""
+        data_pass, first_iter = self._origin
+        while True:
+            set_epoch(loader, data_pass)
+            skip = self.iter - first_iter
+            iterator, skipped = start_pass(loader, skip)
+            if skipped == skip:
+                break
+            if skipped == 0:
+                break  # an empty pass: reported below
+            self._seen_length = skipped
+            data_pass, first_iter = data_pass + 1, first_iter + skipped
+        self._origin = (data_pass, first_iter)
+        position = skipped
+        for data_batch in iterator:
+            yield position, data_batch
+            position += 1
+        if position == 0:
+            raise ConfigError(f"train_dataloader yielded no batch in pass {data_pass + 1} over "
+                              "its data: give it a dataset that is not empty")
+        self._seen_length = position
+        self._origin = (data_pass + 1, first_iter + position)

@@ -154,6 +154,11 @@ class MessageHub:
         for key in self.keys(prefix):
             del self._scalars[key]
 
+    def remove(self, key: str) -> None:
+        """Forget the history of exactly ``key`` (nothing when it was never recorded): a value
+        recorded once per epoch, removed before each update, is never averaged with older ones."""
+        self._scalars.pop(key, None)
+
     # -- run information ----------------------------------------------------------------------
     def update_info(self, key: str, value: Any,
                     resumed: bool = True) -> None:  # noqa: ARG002  (MMEngine's signature)

@@ -8,7 +8,9 @@ demo) register, ``OPTIMIZERS`` and ``PARAM_SCHEDULERS`` every
 ``torch.optim`` and ``torch.optim.lr_scheduler`` class by its name, and
 ``LOSSES`` every ``torch.nn`` loss class (``CrossEntropyLoss`` ...), and
 ``HOOK_ADAPTERS`` the adapters that turn a Keras or Lightning callback into a
-hook (``hookline.integrations`` registers them, imported on first use).
+hook and ``MODEL_ADAPTERS`` those that set up a model of another framework (a
+``LightningModule``) for a run (``hookline.integrations`` registers both,
+imported on first use).
 
 Example::
 
@@ -40,6 +42,9 @@ LOSSES = Registry("loss", scope="hookline")
 #: adapters that wrap other frameworks' callbacks (Keras, Lightning) in hooks when they are
 #: registered with a Runner; ``hookline.integrations`` registers them (see hook_adapters.py)
 HOOK_ADAPTERS = Registry("hook_adapter", locations=("hookline.integrations",), scope="hookline")
+#: adapters that set up a model of another framework for a run (a LightningModule's self.log
+#: and self.trainer); ``hookline.integrations`` registers them (see model_adapters.py)
+MODEL_ADAPTERS = Registry("model_adapter", locations=("hookline.integrations",), scope="hookline")
 
 for _name, _obj in vars(torch.optim).items():
     if inspect.isclass(_obj) and issubclass(_obj, torch.optim.Optimizer) \

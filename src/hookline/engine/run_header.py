@@ -24,8 +24,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.utils.data import IterableDataset
 
 from .amp_optim_wrapper import AmpOptimWrapper
+from .data import loader_length
 from .logs import FILE_ONLY
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,10 +74,12 @@ def _precision(runner: Runner) -> str:
 def _samples(loader: Any) -> str:
     if loader is None:
         return "none"
+    dataset = getattr(loader, "dataset", None)
     try:
-        return f"{len(loader.dataset)} samples"
-    except (AttributeError, TypeError):  # no dataset, or an iterable one without a length
-        return "unknown size"
+        return f"{len(dataset)} samples"  # type: ignore[arg-type]
+    except TypeError:  # no dataset, or an iterable one without a length
+        return "size unknown" + (" (IterableDataset)" if isinstance(dataset, IterableDataset)
+                                 else "")
 
 
 def run_header(runner: Runner) -> list[str]:
@@ -84,10 +88,8 @@ def run_header(runner: Runner) -> list[str]:
     device = str(runner.device)
     if runner.world_size > 1:
         device += f" x {runner.world_size} processes"
-    try:
-        batches = f"{len(runner.train_dataloader)} batches per epoch"
-    except TypeError:
-        batches = "batches per epoch unknown"
+    length = loader_length(runner.train_dataloader)
+    batches = "batches per epoch unknown" if length is None else f"{length} batches per epoch"
     return [
         f"model: {type(runner.model).__name__}, {_parameters(runner.model)}; "
         f"{device}, {_precision(runner)}",

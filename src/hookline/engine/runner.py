@@ -40,7 +40,7 @@ from .checks import positive_int
 from .closure_hook import ClosureHook
 from .config_dict import ConfigDict, plain_arguments
 from .configure_optimizers import build_optimization
-from .data import build_dataloader
+from .data import build_dataloader, loader_length
 from .default_hooks import default_hook_specs
 from .environment import destroy_at_exit, resolve_device, seed_everything
 from .evaluator import build_metrics
@@ -50,6 +50,7 @@ from .hook_table import HookProfile, HookTable
 from .logs import close_logger, make_logger, set_current_logger
 from .loops import TestLoop, TrainLoop, ValLoop, train_loop_config
 from .message_hub import MessageHub
+from .model_adapters import adapt_model
 from .registries import DATASETS, HOOKS, LOOPS, LOSSES, MODELS
 from .run_header import log_run_header
 from .run_state import RunState
@@ -132,12 +133,16 @@ class Runner(RunnerAttributes):
         self._setup_model(model, loss_fn)
         self._optim_wrapper: OptimWrapperLike | None = None
         self.metrics = build_metrics(metrics)  # with neither optimizer: configure_optimizers()
-        self.optim_wrapper, model_schedulers = build_optimization(
-            optimizer, optim_wrapper, self.model, self.metrics)
         self.outputs: dict[str, Any] | None = None
         self.state = RunState()
         self._build_loops(train_dataloader, val_dataloader, test_dataloader,
                           max_epochs, max_iters, val_interval, train_loop)
+        self.hooks = HookTable()
+        # a model of another framework (a LightningModule) is set up for the run; its
+        # configure_optimizers() may read the run's length (self.trainer.estimated_stepping_batches)
+        with adapt_model(self):
+            self.optim_wrapper, model_schedulers = build_optimization(
+                optimizer, optim_wrapper, self.model, self.metrics)
         steps = SchedulerSteps.of_run(self.train_loop, self.optim_wrapper)  # T_max left to the run
         self.param_schedulers = model_schedulers + build_schedulers(
             fill_run_lengths(param_scheduler, steps), self.optimizer)
@@ -148,7 +153,6 @@ class Runner(RunnerAttributes):
         self._train_step: Callable[..., dict[str, Any]] | None = None
         self._eval_steps: dict[str, Callable[..., Any]] = {}
         self._stop: StopRequest | None = None
-        self.hooks = HookTable()
         self._register_default_hooks(default_hooks)
         for hook in hooks:
             self.register_hook(hook)
@@ -191,7 +195,7 @@ class Runner(RunnerAttributes):
         if train is None or cfg is None:
             return
         if cfg["type"] == "IterBasedTrainLoop" and "val_interval" not in cfg:
-            cfg["val_interval"] = len(train)  # one pass over the data (MMEngine's 1000 is per run)
+            cfg["val_interval"] = loader_length(train) or 1000  # one pass (or MMEngine's 1000)
         self.train_loop = LOOPS.build(cfg, runner=self, dataloader=train)
         self.state.by_epoch = self.train_loop.by_epoch
 

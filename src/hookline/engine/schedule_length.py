@@ -27,6 +27,12 @@ CosineAnnealingLR ``T_max`` shorter than the run is one warning (the LR
 cycles back up after it), a OneCycleLR ``total_steps`` shorter than the run
 a :class:`ConfigError` (torch raises once it steps past it).
 
+A train dataloader without a length (an ``IterableDataset``) leaves one of
+the two counts unknown (None): a per-iteration length in an epoch-based run,
+the passes over the data in an iteration-based one. A length that should
+follow an unknown count, and a ``by_epoch`` scheduler in an iteration-based
+run over such a loader, are a :class:`ConfigError` naming the fix.
+
 Example::
 
     >>> cfg = {"type": "CosineAnnealingLR", "eta_min": 1e-4, "by_epoch": False}
@@ -72,7 +78,8 @@ class SchedulerSteps:
     """How often :class:`~hookline.hooks.ParamSchedulerHook` steps a scheduler in one run.
 
     ``per_epoch``: a ``by_epoch`` scheduler's steps; ``per_iter``: a
-    per-iteration one's (once per optimizer step).
+    per-iteration one's (once per optimizer step); None: unknown (a train
+    dataloader without a length).
 
     Example::
 
@@ -80,10 +87,10 @@ class SchedulerSteps:
         450
     """
 
-    per_epoch: int
-    per_iter: int
+    per_epoch: int | None
+    per_iter: int | None
 
-    def of(self, by_epoch: bool) -> int:
+    def of(self, by_epoch: bool) -> int | None:
         return self.per_epoch if by_epoch else self.per_iter
 
     @classmethod
@@ -92,12 +99,13 @@ class SchedulerSteps:
         accumulation of ``optim_wrapper`` (an OptimWrapper, OptimWrapperDict or None)."""
         if train_loop is None:
             return None
-        epoch_length = len(train_loop.dataloader)
+        epoch_length = train_loop.epoch_length  # None: a loader without a length
         counts = _accumulation(optim_wrapper)
         if train_loop.by_epoch:
-            return cls(train_loop.max_epochs,
+            return cls(train_loop.max_epochs, None if epoch_length is None else
                        train_loop.max_epochs * _updates(epoch_length, counts))
-        return cls(train_loop.max_iters // epoch_length, _updates(train_loop.max_iters, counts))
+        return cls(None if epoch_length is None else train_loop.max_iters // epoch_length,
+                   _updates(train_loop.max_iters, counts))
 
 
 def _accumulation(optim_wrapper: Any) -> list[int]:
@@ -129,10 +137,11 @@ def fill_run_lengths(spec: Any, steps: SchedulerSteps | None, where: str = "para
         return spec
     by_epoch = spec.get("by_epoch", True)
     total = None if steps is None else steps.of(by_epoch if isinstance(by_epoch, bool) else True)
-    return _fill(spec, total, where, by_epoch is not False)
+    return _fill(spec, total, where, by_epoch is not False, steps is not None and total is None)
 
 
-def _fill(cfg: Mapping[str, Any], total: int | None, where: str, by_epoch: bool) -> dict[str, Any]:
+def _fill(cfg: Mapping[str, Any], total: int | None, where: str, by_epoch: bool,
+          unknown: bool = False) -> dict[str, Any]:
     out = dict(cfg)
     target = _target(cfg.get("type"))
     key, when_omitted = _length_key(target)
@@ -142,13 +151,15 @@ def _fill(cfg: Mapping[str, Any], total: int | None, where: str, by_epoch: bool)
                               f"{_ACCEPTED}, not by {_name(target, cfg.get('type'))}")
     follows = key is not None and (out.get(key) == RUN or (
         when_omitted and out.get(key) is None and not (key == "total_steps" and "epochs" in out)))
+    if follows and key is not None and unknown:
+        raise ConfigError(f"{where}.{key} follows the run, but " + _unknown(by_epoch, key))
     if follows and key is not None:
         out[key] = _PLACEHOLDER if total is None else _positive(total, where, key, target, by_epoch)
     children = out.get("schedulers")
     if isinstance(children, list):
         spans = _spans(target, out.get("milestones"), total, len(children))
         out["schedulers"] = [
-            _fill(child, span, f"{where}.schedulers[{j}]", by_epoch)
+            _fill(child, span, f"{where}.schedulers[{j}]", by_epoch, unknown)
             if isinstance(child, Mapping) else child
             for j, (child, span) in enumerate(zip(children, spans))]
     return out
@@ -193,6 +204,16 @@ def _positive(total: int, where: str, key: str, target: Any, by_epoch: bool) -> 
                       + (" or set by_epoch: false" if by_epoch else ""))
 
 
+def _unknown(by_epoch: bool, key: str) -> str:
+    """Why a run's length is unknown, and the fix (a train dataloader without a length)."""
+    if by_epoch:
+        return ("train_dataloader has no length (an IterableDataset), so an iteration-based "
+                "run (max_iters) cannot tell where a pass over the data ends: set by_epoch: "
+                "false to step it every iteration")
+    return ("train_dataloader has no length (an IterableDataset), so the iterations of a run "
+            f"of max_epochs are unknown: give {key} a number, or train with max_iters")
+
+
 # -- checking built schedulers --------------------------------------------------------------------
 def check_run_length(schedulers: Sequence[tuple[Any, bool]], steps: SchedulerSteps | None
                      ) -> list[str]:
@@ -213,6 +234,12 @@ def check_run_length(schedulers: Sequence[tuple[Any, bool]], steps: SchedulerSte
     for scheduler, by_epoch in schedulers:
         total, unit = steps.of(by_epoch), "per epoch" if by_epoch else "per iteration"
         name = type(scheduler).__name__
+        plateau = isinstance(scheduler, lr_scheduler.ReduceLROnPlateau)  # steps after val
+        if total is None and by_epoch and not plateau:  # every pass, in an iter-based run
+            raise ConfigError(f"param_scheduler {name} steps once per epoch, but "
+                              + _unknown(True, ""))
+        if total is None:  # a fixed length in a run of unknown length: nothing to check
+            continue
         if isinstance(scheduler, lr_scheduler.OneCycleLR) and scheduler.total_steps < total:
             raise ConfigError(
                 f"param_scheduler {name}: total_steps is {scheduler.total_steps} but the run "

@@ -31,6 +31,7 @@ from hookline.engine.checkpoint.names import (
     plain_file_name,
 )
 from hookline.engine.checks import boolean, positive_int
+from hookline.engine.data import loader_length
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -216,9 +217,13 @@ class CheckpointHook(Hook):
     def before_train(self, runner: Runner) -> None:
         self._training = True
         self._epochs = self.by_epoch and runner.by_epoch
-        length = len(runner.train_dataloader)
-        self._period = self.interval * length if self.by_epoch and not self._epochs \
+        length = loader_length(runner.train_dataloader)  # None: no length (IterableDataset)
+        self._period = self.interval * (length or 0) if self.by_epoch and not self._epochs \
             else self.interval
+        if self._period == 0:  # MMEngine's by_epoch in an iteration-based run: the end only
+            runner.logger.info("CheckpointHook: by_epoch counts passes over train_dataloader, "
+                               "which has no length: it saves at the end of training only "
+                               "(by_epoch=False saves every `interval` iterations)")
         if self.filename_tmpl is None:
             self._tmpl = "epoch_{}.pth" if self._epochs else "iter_{}.pth"
         else:

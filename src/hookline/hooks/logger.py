@@ -34,6 +34,7 @@ import torch
 
 from hookline.core import ConfigError
 from hookline.engine.checks import boolean, positive_int
+from hookline.engine.data import loader_length
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -59,7 +60,7 @@ def log_window(runner: Runner, batch_idx: int, interval: int, by_epoch: bool = T
     """
     if by_epoch and runner.by_epoch:
         done = batch_idx + 1
-        at_end = not ignore_last and done == len(runner.train_dataloader)
+        at_end = not ignore_last and done == epoch_length(runner)
     else:
         done = runner.iter + 1
         at_end = not ignore_last and done == total_train_iters(runner)
@@ -115,11 +116,22 @@ def current_lrs(runner: Runner) -> dict[str, float]:
     return lrs
 
 
-def total_train_iters(runner: Runner) -> int:
-    """Training iterations of the whole run."""
+def total_train_iters(runner: Runner) -> int | None:
+    """Training iterations of the whole run (None: not known yet, in a run of ``max_epochs``
+    over a train dataloader without a length; see docs/engine.md)."""
     max_iters = runner.max_iters
-    assert max_iters is not None  # asked while training, when the run has a training loop
-    return int(max_iters)
+    return None if max_iters is None else int(max_iters)
+
+
+def epoch_length(runner: Runner) -> int | None:
+    """Batches per training epoch (None: not known yet, a loader without a length)."""
+    loop = runner.train_loop
+    return loop.epoch_length if loop is not None else loader_length(runner.train_dataloader)
+
+
+def _of(done: int, total: int | None) -> str:
+    """``' 7/45'``, or ``'7'`` when the total is unknown."""
+    return str(done) if total is None else f"{done:>{len(str(total))}}/{total}"
 
 
 def _fmt(value: Any) -> str:
@@ -233,11 +245,9 @@ class LoggerHook(Hook):
         record.update(values)
         runner.message_hub.info[LAST_RECORD_KEY] = record
         if self.by_epoch and runner.by_epoch:
-            length = len(runner.train_dataloader)
-            where = f"Epoch(train) [{runner.epoch + 1}][{batch_idx + 1:>{len(str(length))}}/{length}]"
+            where = f"Epoch(train) [{runner.epoch + 1}][{_of(batch_idx + 1, epoch_length(runner))}]"
         else:
-            total = total_train_iters(runner)
-            where = f"Iter(train) [{runner.iter + 1:>{len(str(total))}}/{total}]"
+            where = f"Iter(train) [{_of(runner.iter + 1, total_train_iters(runner))}]"
         parts = [where] + [f"{k}: {v:.3e}" for k, v in record.items() if k.startswith("lr")]
         eta = self._eta(runner)
         if eta is not None:
@@ -256,7 +266,10 @@ class LoggerHook(Hook):
         done = runner.iter + 1 - first_iter
         if done <= 0:
             return None
-        remaining = max(total_train_iters(runner) - runner.iter - 1, 0)
+        total = total_train_iters(runner)
+        if total is None:  # a run of unknown length: no ETA until a pass has ended
+            return None
+        remaining = max(total - runner.iter - 1, 0)
         seconds = (time.perf_counter() - started) / done * remaining
         return str(datetime.timedelta(seconds=int(seconds)))
 
@@ -281,11 +294,11 @@ class LoggerHook(Hook):
         loader = getattr(runner, f"{mode}_dataloader", None)
         progress = ""
         if loader is not None:
-            try:
-                batches = len(loader)
+            batches = loader_length(loader)
+            if batches is not None:
                 progress = f"[{batches}/{batches}]"
-            except TypeError:  # an iterable without a length
-                pass
+            else:  # no length: the batches the loop ran
+                progress = f"[{getattr(getattr(runner, f'{mode}_loop', None), 'num_batches', 0)}]"
         if runner.by_epoch and runner.epoch > 0:
             where = f"Epoch({mode}) [{runner.epoch}]{progress}"
         else:

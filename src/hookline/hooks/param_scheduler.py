@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
 from hookline.core import ConfigError
+from hookline.engine.data import loader_length
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 from hookline.engine.schedule_length import SchedulerSteps, check_run_length
@@ -75,7 +76,7 @@ class ParamSchedulerHook(Hook):
         self._per_epoch = [s for s, by_epoch in runner.param_schedulers
                            if by_epoch and not isinstance(s, ReduceLROnPlateau)]
         self._plateau = [s for s, _ in runner.param_schedulers if isinstance(s, ReduceLROnPlateau)]
-        self._epoch_length = None if runner.by_epoch else len(runner.train_dataloader)
+        self._epoch_length = None if runner.by_epoch else loader_length(runner.train_dataloader)
         self._training = True
         # after a resume too: the checkpoint's T_max / total_steps are the ones that run
         steps = SchedulerSteps.of_run(runner.train_loop, runner.optim_wrapper)

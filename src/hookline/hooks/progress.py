@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from hookline.core import ConfigError
 from hookline.engine.checks import boolean
+from hookline.engine.data import loader_length
 from hookline.engine.hook import Hook
 from hookline.engine.logs import ConsoleHandler, ConsoleWriter, console_of
 from hookline.engine.registries import HOOKS
@@ -38,7 +39,9 @@ class ProgressBarHook(Hook):
     test run) on the main process.
 
     The bar shows the loss of :class:`~hookline.hooks.LoggerHook`'s latest log
-    line, so it never reads a device value itself (no extra host sync).
+    line, so it never reads a device value itself (no extra host sync). Over
+    a loader without a length a bar has no total, until the run's length is
+    known (a training run of ``max_epochs``: at the first epoch's last batch).
 
     Args:
         enabled: None (default) shows bars only when ``file`` is an interactive
@@ -75,6 +78,7 @@ class ProgressBarHook(Hook):
         self._bar: Any = None
         self._eval_bar: Any = None
         self._shown: Any = None
+        self._sized = True
         # while a bar is open: (the runner's console handler, its previous writer, ours)
         self._console: tuple[ConsoleHandler, ConsoleWriter | None, ConsoleWriter] | None = None
 
@@ -137,15 +141,18 @@ class ProgressBarHook(Hook):
     # -- training ---------------------------------------------------------------------
     def before_train(self, runner: Runner) -> None:
         self._close()
-        self._bar = self._new_bar(runner, total_train_iters(runner), runner.iter, "train",
-                                  self.leave)
+        total = total_train_iters(runner)
+        self._bar = self._new_bar(runner, total, runner.iter, "train", self.leave)
         self._shown = None
+        self._sized = total is not None  # else the total is set once known (a pass has ended)
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         bar = self._bar
         if bar is None:
             return
+        if not self._sized and runner.max_iters != bar.total:
+            bar.total = runner.max_iters
         bar.update(1)
         record = runner.message_hub.info.get(LAST_RECORD_KEY)
         if record is not None and record is not self._shown:
@@ -160,10 +167,7 @@ class ProgressBarHook(Hook):
     def _start_eval(self, runner: Runner, mode: str) -> None:
         if not self.eval_bars:
             return
-        try:
-            total = len(getattr(runner, f"{mode}_dataloader"))
-        except TypeError:
-            total = None
+        total = loader_length(getattr(runner, f"{mode}_dataloader"))  # None: a bar without one
         self._eval_bar = self._new_bar(runner, total, 0, mode, False)
 
     def before_val_epoch(self, runner: Runner) -> None:

@@ -3,6 +3,9 @@
 - Keras callbacks and Lightning callbacks in a hookline ``Runner``: given in
   ``hooks=[...]`` (or built from a config), each is wrapped automatically by
   its adapter (:mod:`.keras`, :mod:`.lightning_runner`);
+- a ``LightningModule`` trained by a ``Runner``: its ``self.log`` /
+  ``self.log_dict`` and ``self.trainer`` work in the run (:mod:`.lightning_module`,
+  set up by the ``lightning_module`` adapter of ``MODEL_ADAPTERS``);
 - hookline hooks and inspect tools inside a ``lightning.Trainer``:
   :mod:`.lightning` (``HookCallback``, ``GradientMonitorCallback`` ...).
 
@@ -25,13 +28,14 @@ Example::
 from __future__ import annotations
 
 import importlib
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from hookline.core.registry import check_call
 from hookline.engine.hook import Hook
-from hookline.engine.registries import HOOK_ADAPTERS, HOOKS
+from hookline.engine.registries import HOOK_ADAPTERS, HOOKS, MODEL_ADAPTERS
 
-from ._detect import is_lightning_callback, looks_like_keras
+from ._detect import is_lightning_callback, is_lightning_module, looks_like_keras
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -65,6 +69,21 @@ class _LightningAdapter:
         return LightningCallbackHook(obj, runner)
 
 
+class _LightningModuleAdapter:
+    """A ``LightningModule`` given to a Runner: its ``self.log`` and ``self.trainer`` work in
+    the run (:mod:`.lightning_module`)."""
+
+    name = "lightning_module"
+
+    def matches(self, model: object) -> bool:
+        return is_lightning_module(model)
+
+    def attach(self, runner: Runner) -> AbstractContextManager[Any]:
+        from .lightning_module import attach_module  # noqa: PLC0415  (loaded when needed)
+        return attach_module(runner)
+
+
+MODEL_ADAPTERS.register(_LightningModuleAdapter(), name="lightning_module")
 # a Lightning callback also has on_train_batch_end, a Keras name: looks_like_keras leaves it out
 HOOK_ADAPTERS.register(_LightningAdapter(), name="lightning")
 HOOK_ADAPTERS.register(_KerasAdapter(), name="keras")

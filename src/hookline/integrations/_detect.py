@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["class_named", "is_keras_callback", "is_lightning_callback", "looks_like_keras"]
+__all__ = ["class_named", "is_keras_callback", "is_lightning_callback", "is_lightning_module",
+           "looks_like_keras"]
 
 _LIGHTNING = ("lightning.pytorch", "pytorch_lightning")
 #: Keras's callback methods (a Lightning callback, which shares two of these names, is told apart
@@ -40,6 +41,11 @@ def class_named(obj: Any, name: str, modules: tuple[str, ...]) -> bool:
 def is_lightning_callback(obj: Any) -> bool:
     """An instance of ``lightning.pytorch.Callback`` (or ``pytorch_lightning.Callback``)."""
     return class_named(obj, "Callback", _LIGHTNING)
+
+
+def is_lightning_module(obj: Any) -> bool:
+    """An instance of ``lightning.pytorch.LightningModule`` (or ``pytorch_lightning``'s)."""
+    return class_named(obj, "LightningModule", _LIGHTNING)
 
 
 def is_keras_callback(obj: Any) -> bool:

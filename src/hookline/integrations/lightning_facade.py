@@ -72,6 +72,11 @@ class _Loop:
         return self.runner.max_iters
 
     @property
+    def epoch_length(self) -> int | None:
+        """Training batches per epoch (Lightning's ``num_training_batches``); None if unknown."""
+        return self.runner.batches_per_epoch
+
+    @property
     def val_interval(self) -> int:
         return int(getattr(self.runner.trainer, "check_val_every_n_epoch", None) or 1)
 
@@ -139,6 +144,11 @@ class LightningRunner:
         if steps and by_epochs:
             return min(steps, by_epochs)
         return steps or by_epochs
+
+    @property
+    def batches_per_epoch(self) -> int | None:
+        """``trainer.num_training_batches`` when finite, else None."""
+        return self._per_epoch()
 
     def _max_steps(self) -> int | None:
         steps = getattr(self.trainer, "max_steps", -1)

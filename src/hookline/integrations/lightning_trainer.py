@@ -70,6 +70,7 @@ class LightningTrainer(Hook):
     num_nodes = 1
     node_rank = 0
     val_check_interval = 1.0
+    progress_bar_callback = None  # LightningModule.print() asks for it: a plain print
 
     def __init__(self) -> None:
         self.runner: Any = None
@@ -86,17 +87,21 @@ class LightningTrainer(Hook):
         self.optimizer_listeners: list[Any] = []
         self._patched: list[Any] = []
         self._finishing: int | None = None  # the epoch whose end (validation ...) is under way
+        #: the validation / test metrics a LightningModule logged itself (``self.log``): in
+        #: ``callback_metrics`` under their own names, not again as ``val_<name>``
+        self.module_metrics: set[str] = set()
 
     @classmethod
-    def of(cls, runner: Runner) -> LightningTrainer:
-        """The runner's trainer facade, registered now if it has none."""
+    def of(cls, runner: Runner, module: Any = None) -> LightningTrainer:
+        """The runner's trainer facade, registered now if it has none; ``module``: the
+        ``LightningModule`` it reports (default: one around ``runner.model``)."""
         for hook in runner.hooks.hooks:
             if isinstance(hook, cls):
                 return hook
         trainer = cls()
         trainer.runner = runner
         trainer.strategy = Strategy(runner)
-        trainer.lightning_module = make_module(runner, trainer)
+        trainer.lightning_module = module if module is not None else make_module(runner, trainer)
         runner.register_hook(trainer)
         return trainer
 
@@ -285,7 +290,8 @@ class LightningTrainer(Hook):
 
     def _metrics(self, prefix: str, metrics: Mapping[str, Any] | None) -> None:
         for key, value in (metrics or {}).items():
-            self.callback_metrics[f"{prefix}_{key}"] = torch.as_tensor(value)
+            if key not in self.module_metrics:
+                self.callback_metrics[f"{prefix}_{key}"] = torch.as_tensor(value)
 
     # -- the optimizer hooks -------------------------------------------------------------------------
     def _fire(self, method: str, *args: Any) -> None:

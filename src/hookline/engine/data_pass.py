@@ -1,0 +1,84 @@
+"""One pass over a training loader that may have no length (an ``IterableDataset``).
+
+:func:`start_pass` starts a pass after the batches a resumed run already did:
+hookline's own sampler skips them without loading them; any other loader (a
+custom sampler, an ``IterableDataset``) has them read and dropped, which
+replays the same data when the loader is deterministic.
+
+:class:`LookAheadPass` reads one batch ahead, so the loop knows that a batch is
+the last of the pass *before* its step runs (as Lightning's data fetcher does):
+the length of a pass over a loader without ``__len__`` is known at its last batch.
+Loaders with a length never go through it (no extra work per iteration).
+
+Example::
+
+    >>> data = LookAheadPass(iter(range(2, 5)), start=2)  # resumed after 2 batches
+    >>> [(index, batch, data.exhausted) for index, batch in data]
+    [(2, 2, False), (3, 3, False), (4, 4, True)]
+    >>> data.fetched
+    5
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .data import skip_batches
+
+__all__ = ["LookAheadPass", "start_pass"]
+
+_END = object()
+
+
+def start_pass(loader: Iterable[Any], start: int) -> tuple[Iterator[Any], int]:
+    """An iterator over ``loader`` positioned after its first ``start`` batches, and how
+    many batches it moved past (fewer than ``start`` when the pass is shorter).
+
+    Example::
+
+        >>> iterator, skipped = start_pass([10, 11, 12], 2)
+        >>> list(iterator), skipped
+        ([12], 2)
+    """
+    if start > 0 and skip_batches(loader, start):  # type: ignore[arg-type]
+        return iter(loader), start
+    iterator = iter(loader)
+    if start <= 0:
+        return iterator, 0
+    skipped = sum(1 for _ in itertools.islice(iterator, start))  # read and dropped
+    return iterator, skipped
+
+
+class LookAheadPass:
+    """``(index, batch)`` pairs of one pass, read one batch ahead.
+
+    While a pair is being used, :attr:`exhausted` says whether it is the
+    pass's last, and :attr:`fetched` counts the batches read so far
+    (skipped ones included): the pass's length once exhausted, else a lower
+    bound of it (the batch after the current one exists).
+
+    Args:
+        iterator: the pass, positioned after ``start`` batches
+            (:func:`start_pass`).
+        start: the index of its first batch.
+    """
+
+    def __init__(self, iterator: Iterator[Any], start: int = 0) -> None:
+        self._iterator = iterator
+        self.start = start
+        self.fetched = start
+        self.exhausted = False
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        iterator = self._iterator
+        upcoming = next(iterator, _END)
+        index = self.start
+        while upcoming is not _END:
+            current, upcoming = upcoming, next(iterator, _END)
+            self.exhausted = upcoming is _END
+            self.fetched = index + (1 if self.exhausted else 2)  # the upcoming one was read
+            yield index, current
+            index += 1
+        self.exhausted = True

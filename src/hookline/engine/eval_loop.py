@@ -1,0 +1,102 @@
+"""The evaluation loops: :class:`ValLoop` and :class:`TestLoop` (MMEngine's names).
+
+Each runs one pass over its dataloader without gradients and computes the
+metrics over it; registered in ``LOOPS``.
+
+Example::
+
+    >>> from hookline.engine.eval_loop import TestLoop, ValLoop
+    >>> ValLoop.mode, TestLoop.mode
+    ('val', 'test')
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .base_loop import BaseLoop, note_where
+from .data import move_to
+from .evaluator import Evaluator
+from .registries import LOOPS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import Runner
+
+__all__ = ["TestLoop", "ValLoop"]
+
+
+@LOOPS.register()
+class ValLoop(BaseLoop):
+    """One pass over ``dataloader`` without gradients; ``metrics`` are computed over it.
+
+    ``run()`` returns the metrics dict (also kept as :attr:`last_metrics` and in
+    ``message_hub`` as ``val/<name>`` and ``info["val_metrics"]``).
+    """
+
+    mode = "val"
+
+    def __init__(self, runner: Runner, dataloader: Any, metrics: Any = None) -> None:
+        super().__init__(runner, dataloader)
+        #: name -> metric callable or torchmetrics metric
+        self.metrics = dict(metrics if metrics is not None else runner.metrics)
+        self.last_metrics: dict[str, float] = {}
+        #: batches of the latest pass (known after it; for loaders without a length too)
+        self.num_batches = 0
+        #: what accumulates the current pass (MMEngine's ``val_loop.evaluator``): a hook may
+        #: run ``run_iter(i, batch)`` itself and read ``evaluator.evaluate(size)``
+        self.evaluator = Evaluator(self.metrics)
+
+    def run(self) -> dict[str, float]:
+        runner, mode = self.runner, self.mode
+        call = runner.hooks.call
+        model = runner.model
+        was_training = model.training
+        evaluator = self.evaluator = Evaluator(self.metrics)
+        call(runner, f"before_{mode}")
+        call(runner, f"before_{mode}_epoch")
+        model.eval()
+        try:
+            with torch.no_grad():
+                batch_idx = -1
+                for batch_idx, data_batch in enumerate(self.dataloader):
+                    self.run_iter(batch_idx, data_batch, evaluator)
+                self.num_batches = batch_idx + 1
+            metrics = evaluator.compute()
+        finally:
+            model.train(was_training)
+        if mode == "val":
+            runner.state.complete_val()  # a checkpoint written from here on does not repeat it
+        for name, value in metrics.items():
+            runner.message_hub.update(f"{mode}/{name}", value)
+        runner.message_hub.info[f"{mode}_metrics"] = metrics
+        self.last_metrics = metrics
+        call(runner, f"after_{mode}_epoch", metrics=metrics)
+        call(runner, f"after_{mode}")
+        return metrics
+
+    def run_iter(self, batch_idx: int, data_batch: Any, evaluator: Evaluator | None = None
+                 ) -> None:
+        """One batch: hooks, the model's step, the outputs into ``evaluator`` (default:
+        :attr:`evaluator`), hooks."""
+        runner, mode = self.runner, self.mode
+        if evaluator is None:
+            evaluator = self.evaluator
+        data_batch = move_to(data_batch, runner.device)
+        runner.hooks.call(runner, f"before_{mode}_iter", batch_idx=batch_idx, data_batch=data_batch)
+        try:
+            outputs = runner.eval_step(data_batch, mode, batch_idx)
+        except Exception as exc:
+            note_where(exc, f"hookline: raised in the {mode} step of batch {batch_idx}")
+            raise
+        evaluator.process(outputs)
+        runner.hooks.call(runner, f"after_{mode}_iter", batch_idx=batch_idx, data_batch=data_batch,
+                          outputs=outputs)
+
+
+@LOOPS.register()
+class TestLoop(ValLoop):
+    """:class:`ValLoop` for the test set (``*_test_*`` stages, ``test/<name>`` metrics)."""
+
+    mode = "test"

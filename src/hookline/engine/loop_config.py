@@ -1,0 +1,53 @@
+"""The config of a Runner's train loop, from its ``train_loop``, ``max_epochs``,
+``max_iters`` and ``val_interval`` arguments (MMEngine's ``train_cfg``).
+
+Example::
+
+    >>> train_loop_config(None, max_epochs=None, max_iters=500, val_interval=100)
+    {'type': 'IterBasedTrainLoop', 'max_iters': 500, 'val_interval': 100}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hookline.core import ConfigError
+
+__all__ = ["train_loop_config"]
+
+
+def train_loop_config(train_loop: str | Mapping[str, Any] | None, *, max_epochs: int | None,
+                      max_iters: int | None, val_interval: int | None) -> dict[str, Any] | None:
+    """The ``LOOPS`` config of a Runner's train loop, or None when it has no length.
+
+    ``train_loop`` (a loop name or a config, like MMEngine's ``train_cfg``) may
+    hold ``max_epochs`` / ``max_iters`` / ``val_interval`` itself; the
+    Runner's arguments of the same name fill in what it leaves out, and the
+    same key given twice with different values is a :class:`ConfigError`.
+
+    Example::
+
+        >>> train_loop_config({"type": "EpochBasedTrainLoop", "val_interval": 2},
+        ...                   max_epochs=12, max_iters=None, val_interval=None)
+        {'type': 'EpochBasedTrainLoop', 'val_interval': 2, 'max_epochs': 12}
+    """
+    if train_loop is not None and not isinstance(train_loop, (str, Mapping)):
+        raise ConfigError(f"train_loop must be a LOOPS name or a config dict, got {train_loop!r}")
+    cfg: dict[str, Any] = dict(train_loop) if isinstance(train_loop, Mapping) else \
+        {"type": train_loop}
+    for key, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
+                       ("val_interval", val_interval)):
+        if value is None:
+            continue
+        if cfg.get(key, value) != value:
+            raise ConfigError(f"{key} is {value!r} for the Runner and {cfg[key]!r} in train_loop: "
+                              "give it once")
+        cfg[key] = value
+    if "max_epochs" in cfg and "max_iters" in cfg:
+        raise ConfigError("give max_epochs or max_iters, not both")
+    if "max_epochs" not in cfg and "max_iters" not in cfg:
+        return None
+    if cfg.get("type") is None:
+        cfg["type"] = "EpochBasedTrainLoop" if "max_epochs" in cfg else "IterBasedTrainLoop"
+    return cfg
