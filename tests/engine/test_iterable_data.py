@@ -16,6 +16,8 @@ from hookline.engine.checkpoint import read_latest
 from hookline.engine.data_pass import LookAheadPass, start_pass
 from hookline.hooks import ProgressBarHook
 
+from .toy import Explode
+
 
 class Stream(IterableDataset):
     """``n`` seeded samples, yielded one by one (no ``__len__``); records ``set_epoch``."""
@@ -56,15 +58,6 @@ class Record(Hook):
 
     def after_train_epoch(self, runner) -> None:
         self.epoch_ends.append((runner.iter, runner.max_iters))
-
-
-class Explode(Hook):
-    def __init__(self, at_iter: int) -> None:
-        self.at_iter = at_iter
-
-    def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
-        if runner.iter + 1 == self.at_iter:
-            raise RuntimeError("boom")
 
 
 def make(tmp_path: Path, *, train=None, val=None, hooks=(), default_hooks=None, **kwargs) -> Runner:

@@ -16,7 +16,7 @@ import torch
 from hookline import Hook, HookError, TrainingInterrupted
 from hookline.engine.checkpoint import read_latest
 
-from .toy import final_state, make_runner
+from .toy import Explode, final_state, make_runner
 
 TOY = Path(__file__).with_name("toy.py")
 ENV = {**os.environ, "OMP_NUM_THREADS": "1",
@@ -41,17 +41,6 @@ def reference(tmp_path_factory) -> dict:
     runner = make_runner(tmp_path_factory.mktemp("reference"))
     runner.train()
     return final_state(runner)
-
-
-class Explode(Hook):
-    """Raises after a given number of training iterations."""
-
-    def __init__(self, at_iter: int) -> None:
-        self.at_iter = at_iter
-
-    def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
-        if runner.iter + 1 == self.at_iter:
-            raise RuntimeError("boom")
 
 
 # mid-epoch; the last batch of an epoch (9, 17: the checkpoint holds batch 8 of 8, written before

@@ -147,3 +147,14 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+class Explode(Hook):
+    """Raises after a given number of training iterations (1-based ``at_iter``)."""
+
+    def __init__(self, at_iter: int) -> None:
+        self.at_iter = at_iter
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
+        if runner.iter + 1 == self.at_iter:
+            raise RuntimeError("boom")

@@ -22,7 +22,7 @@ Example::
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from torch import nn
@@ -62,13 +62,8 @@ def check_columns(col_names: Iterable[str] | None, forward: bool) -> tuple[str, 
     if col_names is None:
         return DEFAULT_COLUMNS if forward else tuple(c for c in DEFAULT_COLUMNS
                                                      if c not in NEED_FORWARD)
-    if isinstance(col_names, str) or not isinstance(col_names, Iterable):
-        raise ConfigError(f"col_names must be a list of column names ({', '.join(COLUMNS)}), "
-                          f"got {col_names!r}")
-    columns = tuple(col_names)
+    columns = _names(col_names, "col_names", "column names", COLUMNS)
     for name in columns:
-        if name not in COLUMNS:
-            raise ConfigError.unknown("col_names entry", name, COLUMNS)
         if name in NEED_FORWARD and not forward:
             raise ConfigError(f"col_names entry {name!r} needs a forward pass: give input_size or input_data "
                               f"(without one: {', '.join(c for c in COLUMNS if c not in NEED_FORWARD)})")
@@ -81,14 +76,19 @@ def check_rows(row_settings: Iterable[str] | None) -> tuple[str, ...] | None:
     """The row settings (None: hookline's default label, ``name (Type)``)."""
     if row_settings is None:
         return None
-    if isinstance(row_settings, str) or not isinstance(row_settings, Iterable):
-        raise ConfigError(f"row_settings must be a list of names ({', '.join(ROW_SETTINGS)}), "
-                          f"got {row_settings!r}")
-    settings = tuple(row_settings)
-    for name in settings:
-        if name not in ROW_SETTINGS:
-            raise ConfigError.unknown("row_settings entry", name, ROW_SETTINGS)
-    return settings
+    return _names(row_settings, "row_settings", "names", ROW_SETTINGS)
+
+
+def _names(value: Any, option: str, what: str, accepted: Collection[str]) -> tuple[str, ...]:
+    """``value`` as a tuple of names from ``accepted``; anything else is a ConfigError."""
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ConfigError(f"{option} must be a list of {what} ({', '.join(accepted)}), "
+                          f"got {value!r}")
+    names = tuple(value)
+    for name in names:
+        if name not in accepted:
+            raise ConfigError.unknown(f"{option} entry", name, accepted)
+    return names
 
 
 def check_verbose(verbose: Any) -> int | None:
