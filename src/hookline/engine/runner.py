@@ -34,12 +34,10 @@ from hookline.core import ConfigError, HookHandle
 
 from . import distributed
 from .arguments import check_runner_arguments
-from .build import build_schedulers
 from .checkpoint import CheckpointError, CheckpointWriter, load, resume_or_load, save
 from .checks import positive_int
 from .closure_hook import ClosureHook
 from .config_dict import ConfigDict, plain_arguments
-from .configure_optimizers import build_optimization
 from .data import build_dataloader, loader_length
 from .default_hooks import default_hook_specs
 from .environment import destroy_at_exit, resolve_device, seed_everything
@@ -50,12 +48,11 @@ from .hook_table import HookProfile, HookTable
 from .logs import close_logger, make_logger, set_current_logger
 from .loops import TestLoop, TrainLoop, ValLoop, train_loop_config
 from .message_hub import MessageHub
-from .model_adapters import adapt_model
+from .optimization import build_run_optimization
 from .registries import DATASETS, HOOKS, LOOPS, LOSSES, MODELS
 from .run_header import log_run_header
 from .run_state import RunState
 from .runner_attributes import RunnerAttributes
-from .schedule_length import SchedulerSteps, check_run_length, fill_run_lengths
 from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal
 from .step import StepModule, check_contract, make_step, make_train_step
 from .visualizer import Visualizer
@@ -138,15 +135,9 @@ class Runner(RunnerAttributes):
         self._build_loops(train_dataloader, val_dataloader, test_dataloader,
                           max_epochs, max_iters, val_interval, train_loop)
         self.hooks = HookTable()
-        # a model of another framework (a LightningModule) is set up for the run; its
-        # configure_optimizers() may read the run's length (self.trainer.estimated_stepping_batches)
-        with adapt_model(self):
-            self.optim_wrapper, model_schedulers = build_optimization(
-                optimizer, optim_wrapper, self.model, self.metrics)
-        steps = SchedulerSteps.of_run(self.train_loop, self.optim_wrapper)  # T_max left to the run
-        self.param_schedulers = model_schedulers + build_schedulers(
-            fill_run_lengths(param_scheduler, steps), self.optimizer)
-        check_run_length(self.param_schedulers, steps)  # a OneCycleLR the run outlasts: an error now
+        # after the loops: configure_optimizers() and scheduler lengths may need the run length
+        self.optim_wrapper, self.param_schedulers = build_run_optimization(
+            self, optimizer, optim_wrapper, param_scheduler)
         self._resume, self._load_from, self._loaded = resume, load_from, False
         #: writes checkpoints in order on a background thread (``save_checkpoint(background=True)``)
         self.checkpoint_writer = CheckpointWriter()
