@@ -9,33 +9,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch.utils.data import DataLoader, IterableDataset
+from torch.utils.data import DataLoader
 
 from hookline import ConfigError, Hook, HookError, Runner
 from hookline.engine.checkpoint import read_latest
 from hookline.engine.data_pass import LookAheadPass, start_pass
 from hookline.hooks import ProgressBarHook
 
-from .toy import Explode
-
-
-class Stream(IterableDataset):
-    """``n`` seeded samples, yielded one by one (no ``__len__``); records ``set_epoch``."""
-
-    def __init__(self, n: int = 40, seed: int = 0) -> None:
-        generator = torch.Generator().manual_seed(seed)
-        self.x = torch.randn(n, 4, generator=generator)
-        self.y = (self.x[:, 0] > 0).long()
-        self.epochs: list[int] = []
-        self.passes = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epochs.append(epoch)
-
-    def __iter__(self):
-        self.passes += 1
-        for i in range(len(self.x)):
-            yield self.x[i], self.y[i]
+from .toy import Explode, Stream
 
 
 class SizedStream(Stream):

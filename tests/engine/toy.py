@@ -15,7 +15,7 @@ import signal
 import time
 
 import torch
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
 from hookline import Hook, Runner
 
@@ -36,6 +36,25 @@ def dataset(n: int = 60) -> TensorDataset:
     x = torch.randn(n, 6, generator=generator)
     y = torch.randint(0, 3, (n,), generator=generator)
     return TensorDataset(x, y)
+
+
+class Stream(IterableDataset):
+    """``n`` seeded samples, yielded one by one (no ``__len__``); records ``set_epoch``."""
+
+    def __init__(self, n: int = 40, seed: int = 0) -> None:
+        generator = torch.Generator().manual_seed(seed)
+        self.x = torch.randn(n, 4, generator=generator)
+        self.y = (self.x[:, 0] > 0).long()
+        self.epochs: list[int] = []
+        self.passes = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epochs.append(epoch)
+
+    def __iter__(self):
+        self.passes += 1
+        for i in range(len(self.x)):
+            yield self.x[i], self.y[i]
 
 
 class Sleep(Hook):

@@ -22,14 +22,17 @@ Example::
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .data import skip_batches
 
-__all__ = ["LookAheadPass", "start_pass"]
+__all__ = ["LookAheadPass", "running_pass", "start_pass"]
 
 _END = object()
+#: loader -> the pass over it the train loop is running (weak both ways: nothing kept alive)
+_RUNNING: weakref.WeakKeyDictionary[Any, weakref.ref[LookAheadPass]] = weakref.WeakKeyDictionary()
 
 
 def start_pass(loader: Iterable[Any], start: int) -> tuple[Iterator[Any], int]:
@@ -65,11 +68,16 @@ class LookAheadPass:
         start: the index of its first batch.
     """
 
-    def __init__(self, iterator: Iterator[Any], start: int = 0) -> None:
+    def __init__(self, iterator: Iterator[Any], start: int = 0, loader: Any = None) -> None:
         self._iterator = iterator
         self.start = start
         self.fetched = start
         self.exhausted = False
+        if loader is not None:  # found by running_pass(loader) while this pass exists
+            try:
+                _RUNNING[loader] = weakref.ref(self)
+            except TypeError:  # a loader that cannot be weakly referenced: not tracked
+                pass
 
     def __iter__(self) -> Iterator[tuple[int, Any]]:
         iterator = self._iterator
@@ -82,3 +90,20 @@ class LookAheadPass:
             yield index, current
             index += 1
         self.exhausted = True
+
+
+def running_pass(loader: Any) -> LookAheadPass | None:
+    """The :class:`LookAheadPass` over ``loader`` that is running (built with
+    ``loader=``), or None: what ``Hook.end_of_epoch`` asks for a loader without a length.
+
+    Example::
+
+        >>> loader = [10, 11]
+        >>> running_pass(loader) is None
+        True
+    """
+    try:
+        ref = _RUNNING.get(loader)
+    except TypeError:
+        return None
+    return ref() if ref is not None else None

@@ -26,8 +26,11 @@ then calls it with ``runner`` alone, as decided when the hook is registered::
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence, Sized
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
+
+from .data import loader_length
+from .data_pass import running_pass
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import Runner
@@ -227,9 +230,18 @@ class Hook:
         return n > 0 and done >= 0 and done % n == 0
 
     @staticmethod
-    def end_of_epoch(dataloader: Sized, batch_idx: int) -> bool:
-        """True on the last batch of ``dataloader``."""
-        return batch_idx + 1 == len(dataloader)
+    def end_of_epoch(dataloader: Any, batch_idx: int) -> bool:
+        """True on the last batch of ``dataloader``.
+
+        For a train loader without a length, the train loop reads one batch
+        ahead, so this is exact for the batch being trained (in an epoch-based
+        run); for another loader without a length it is False.
+        """
+        length = loader_length(dataloader)
+        if length is not None:
+            return batch_idx + 1 == length
+        current = running_pass(dataloader)
+        return current is not None and current.exhausted and batch_idx + 1 == current.fetched
 
     @staticmethod
     def is_last_train_epoch(runner: Runner) -> bool:

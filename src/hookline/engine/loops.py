@@ -267,7 +267,7 @@ class EpochBasedTrainLoop(TrainLoop):
                 "had done (the data changed?): the epoch ends there", self.epoch + 1, skipped,
                 start)
             return skipped
-        data = self._pass = LookAheadPass(iterator, start)
+        data = self._pass = LookAheadPass(iterator, start, loader)
         self._count_updates(start, -1)  # group sizes as if the pass went on
         try:
             for batch_idx, data_batch in data:

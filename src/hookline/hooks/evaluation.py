@@ -33,7 +33,7 @@ from torch import nn
 from hookline.core import ConfigError
 from hookline.engine import distributed
 from hookline.engine.checks import boolean, non_negative_int, positive_int
-from hookline.engine.data import build_dataloader
+from hookline.engine.data import build_dataloader, loader_length
 from hookline.engine.evaluator import build_metrics
 from hookline.engine.hook import Hook
 from hookline.engine.loops import ValLoop
@@ -60,7 +60,8 @@ class EvalHook(Hook):
             not shuffled, and sharded without repeats on several processes.
         interval: evaluate every ``interval`` epochs (``by_epoch``) or iterations.
         by_epoch: count epochs or iterations (an iteration-based run has no
-            epochs: there ``by_epoch=True`` counts passes over the training data).
+            epochs: there ``by_epoch=True`` counts passes over the training data,
+            a ``ConfigError`` when the train dataloader has no length).
         metrics: a dict of name -> metric like the Runner's ``metrics``; None
             uses ``runner.metrics``.
         save_best: keep the checkpoint with the best value of this metric
@@ -106,13 +107,24 @@ class EvalHook(Hook):
 
     def before_train(self, runner: Runner) -> None:
         self._epochs = self.by_epoch and runner.by_epoch
-        self._unit = 1 if self._epochs or not self.by_epoch else len(runner.train_dataloader)
+        self._unit = 1 if self._epochs or not self.by_epoch else self._pass_length(runner)
         if self.best is not None:
             self.best.resolve(list(self.metrics if self.metrics is not None else runner.metrics))
             self.best.tidy(runner, self._best_folder(runner))  # names from a resumed state
         done = self._done(runner, finished=True)
         if self.start is not None and self._due(done, before=True):
             self._evaluate(runner, bump=None)
+
+    def _pass_length(self, runner: Runner) -> int:
+        """Iterations per pass over the training data (``by_epoch`` in a ``max_iters`` run)."""
+        length = loader_length(runner.train_dataloader)
+        if length is None:
+            raise ConfigError(
+                f"{type(self).__name__}(by_epoch=True) in an iteration-based run (max_iters) "
+                "evaluates every `interval` passes over the training data, but the train "
+                "dataloader has no length (an IterableDataset without __len__): give "
+                f"{type(self).__name__} by_epoch=False and an interval in iterations")
+        return length
 
     # -- when ------------------------------------------------------------------------------
     def _done(self, runner: Runner, finished: bool = False) -> int:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from hookline.engine.data import loader_length
 from hookline.engine.hook import STAGES, Hook
 from hookline.engine.registries import HOOKS
 
@@ -237,7 +238,9 @@ class KerasCallback(Hook):
             return {}
         if not runner.by_epoch:
             return {"epochs": None, "steps": runner.max_iters}
-        steps = len(runner.train_dataloader) if runner.train_dataloader is not None else None
+        # None for a loader without a length (an IterableDataset), as Keras gives
+        steps = loader_length(runner.train_dataloader) if runner.train_dataloader is not None \
+            else None
         return {"epochs": runner.max_epochs, "steps": steps}
 
     @params.setter

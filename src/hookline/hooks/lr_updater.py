@@ -25,6 +25,8 @@ from hookline.engine.checks import positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS, PARAM_SCHEDULERS
 
+from .updater_lengths import needs_run_length, run_length, warmup_iterations
+
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
 
@@ -88,16 +90,6 @@ def _check_warmup(kind: str, warmup: Any, warmup_iters: Any, warmup_ratio: Any) 
         positive_int(warmup_iters, f"warmup_iters (with warmup={warmup!r})", owner=kind)
         if not isinstance(warmup_ratio, (int, float)) or not 0 < warmup_ratio <= 1:
             raise ConfigError(f"warmup_ratio must be in (0, 1], got {warmup_ratio!r}")
-
-
-def _lengths(runner: Runner, by_epoch: bool, kind: str) -> tuple[int, int | None]:
-    """(iterations per epoch, the policy's length in its own unit: None without a training loop)."""
-    length = len(runner.train_dataloader)
-    total_iters = runner.max_iters
-    if by_epoch and not runner.by_epoch:
-        raise ConfigError(f"{kind}(by_epoch=True) needs an epoch-based run (max_epochs); this "
-                          "run has max_iters: pass by_epoch=False")
-    return length, runner.max_epochs if by_epoch else total_iters
 
 
 # -- schedulers torch lacks, for mmcv's policies (chainable like torch's own) ------------------
@@ -203,8 +195,9 @@ class _UpdaterBase(Hook):
         self.warmup_ratio = warmup_ratio
         self.warmup_by_epoch = warmup_by_epoch
 
-    def _warmup_length(self, length: int) -> int:
-        return self.warmup_iters * length if self.warmup_by_epoch else self.warmup_iters
+    def _warmup_length(self, runner: Runner) -> int:
+        return warmup_iterations(runner, self.warmup_iters, warmup_by_epoch=self.warmup_by_epoch,
+                                 kind=type(self).__name__)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(policy={self.policy!r}, by_epoch={self.by_epoch}, " \
@@ -278,32 +271,30 @@ class LrUpdaterHook(_UpdaterBase):
         semantics, which chaining both on one optimizer would only approximate
         for schedulers with a floor such as ``eta_min``).
         """
-        length, total = _lengths(runner, self.by_epoch, "LrUpdaterHook")
+        total = run_length(runner, by_epoch=self.by_epoch, kind="LrUpdaterHook")
         self.base_lrs = [float(g["lr"]) for g in optimizer.param_groups]
         self.schedulers = []
         if self.warmup is not None:
-            iters, shadow = self._warmup_length(length), _shadow(self.base_lrs)
+            iters, shadow = self._warmup_length(runner), _shadow(self.base_lrs)
             self._warm = {"linear": lambda: ts.LinearLR(shadow, self.warmup_ratio, 1.0, iters),
                           "constant": lambda: ts.ConstantLR(shadow, self.warmup_ratio, iters),
                           "exp": lambda: ExponentialWarmupLR(shadow, self.warmup_ratio, iters),
                           }[self.warmup]()
             self.schedulers.append((self._warm, False))
         if self.policy != "fixed":
-            self._main = self._policy(_shadow(self.base_lrs), total, optimizer)
+            self._main = self._policy(_shadow(self.base_lrs), total, runner)
             self.schedulers.append((self._main, self.by_epoch))
         for scheduler, _ in self.schedulers:
             scheduler.optimizer.step()  # no gradients: a no-op that tells torch the order is right
         self._apply(optimizer)
         return self.schedulers
 
-    def _policy(self, shadow: torch.optim.Optimizer, total: int | None,
-                optimizer: torch.optim.Optimizer) -> Any:
+    def _policy(self, shadow: torch.optim.Optimizer, total: int | None, runner: Runner) -> Any:
         a, policy = self.args, self.policy
 
         def length() -> int:
             if total is None:
-                raise ConfigError(f"LrUpdaterHook policy {policy!r} needs the run's length: give "
-                                  "the Runner max_epochs or max_iters")
+                raise needs_run_length(runner, "LrUpdaterHook", policy)
             return total
 
         if policy == "step":

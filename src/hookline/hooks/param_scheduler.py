@@ -26,7 +26,8 @@ from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 from hookline.engine.schedule_length import SchedulerSteps, check_run_length
 
-from .lr_updater import MOMENTUM_POLICIES, LrUpdaterHook, _anneal, _lengths, _UpdaterBase
+from .lr_updater import MOMENTUM_POLICIES, LrUpdaterHook, _anneal, _UpdaterBase
+from .updater_lengths import needs_run_length, run_length
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -159,11 +160,13 @@ class MomentumUpdaterHook(_UpdaterBase):
         if "momentum" not in group and "betas" not in group:
             raise ConfigError(f"MomentumUpdaterHook: {type(runner.optimizer).__name__} has neither "
                               "'momentum' nor 'betas' in its param groups")
-        self._length, total = _lengths(runner, self.by_epoch, "MomentumUpdaterHook")
-        total_iters = runner.max_iters
-        assert total is not None and total_iters is not None  # train() has a training loop
-        self._total, self._total_iters = total, total_iters
-        self._warm = self._warmup_length(self._length) if self.warmup else 0
+        total = run_length(runner, by_epoch=self.by_epoch, kind="MomentumUpdaterHook")
+        total_iters = runner.max_iters  # None: a max_epochs run over a loader without a length
+        if (total is None and self.policy in ("cosine", "linear")) or \
+                (total_iters is None and self.policy == "onecycle"):
+            raise needs_run_length(runner, "MomentumUpdaterHook", self.policy)
+        self._total, self._total_iters = total or 0, total_iters or 0  # 0: not used
+        self._warm = self._warmup_length(runner) if self.warmup else 0
 
     @staticmethod
     def _get(group: dict) -> float:

@@ -27,7 +27,7 @@ from hookline.engine.checks import boolean, positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
-from .logger import collect_scalars, current_lrs, log_window
+from .logger import collect_scalars, current_lrs, epoch_length, log_window
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -58,7 +58,9 @@ class TensorboardLoggerHook(Hook):
             unscaled when AMP loss scaling is on; under DDP this process's
             local gradient).
         histogram_interval: iterations between histograms (default: the
-            number of batches of the training data, i.e. about once per epoch).
+            number of batches of the training data, i.e. about once per epoch;
+            for a train loader without a length, the length of a pass once
+            one has ended: none before).
 
     Example::
 
@@ -122,8 +124,8 @@ class TensorboardLoggerHook(Hook):
     def _histogram_due(self, runner: Runner) -> bool:
         if not self.histograms or not runner.is_main_process:
             return False
-        every = self.histogram_interval or len(runner.train_dataloader)
-        return (runner.iter + 1) % every == 0
+        every = self.histogram_interval or epoch_length(runner)  # None: not known yet
+        return every is not None and (runner.iter + 1) % every == 0
 
     def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         if not self._histogram_due(runner):

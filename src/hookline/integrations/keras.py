@@ -8,7 +8,8 @@ callback sees what ``keras.Model.fit`` gives it:
 - ``self.model``: a :class:`~hookline.integrations.keras_model.KerasModel`
   (``stop_training``, ``optimizer.learning_rate``, ``get_weights()`` ...);
 - ``self.params``: ``{"verbose": "auto", "epochs": max_epochs, "steps":
-  batches per epoch}`` (an iteration-based run is one epoch of ``max_iters``);
+  batches per epoch}`` (an iteration-based run is one epoch of ``max_iters``;
+  ``steps`` is None for a train dataloader without a length, as in Keras);
 - ``logs``: the run's shared :class:`~hookline.integrations.keras_logs.KerasLogBook`.
 
 Keras method          called at
@@ -45,6 +46,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hookline.core import ConfigError
+from hookline.engine.data import loader_length
 from hookline.engine.hook import STAGES, Hook
 
 from ._detect import class_named, is_keras_callback
@@ -228,8 +230,8 @@ class KerasCallbackHook(Hook):
 def _params(runner: Runner) -> dict[str, Any]:
     """Keras's ``callback.params`` for this run."""
     if runner.by_epoch:
-        loader = runner.train_dataloader
-        steps = len(loader) if loader is not None else None
+        loader = runner.train_dataloader  # no length (an IterableDataset): None, as in Keras
+        steps = loader_length(loader) if loader is not None else None
         return {"verbose": "auto", "epochs": runner.max_epochs, "steps": steps}
     return {"verbose": "auto", "epochs": 1, "steps": runner.max_iters}
 

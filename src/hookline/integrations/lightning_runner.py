@@ -47,6 +47,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hookline.core import ConfigError, HookError
+from hookline.engine.data import loader_length
 from hookline.engine.hook import STAGES, Hook
 
 from ._detect import class_named
@@ -290,5 +291,7 @@ def _in_epoch(runner: Runner, batch_idx: int) -> int:
     """Lightning's ``batch_idx``: the batch within the epoch (a ``max_iters`` run counts globally)."""
     if runner.by_epoch:
         return batch_idx
-    loader = runner.train_dataloader
-    return batch_idx % len(loader) if loader is not None else batch_idx
+    length = loader_length(runner.train_dataloader)
+    if length is None and runner.train_loop is not None:  # no length: known once a pass ends
+        length = runner.train_loop.epoch_length
+    return batch_idx % length if length else batch_idx

@@ -7,7 +7,8 @@ read up to date:
 
 - ``current_epoch`` / ``global_step`` (``runner.epoch`` / ``runner.iter``),
   ``max_epochs``, ``max_steps`` (``max_iters`` in iteration-based runs, else
-  -1), ``estimated_stepping_batches``, ``num_training_batches``;
+  -1), ``estimated_stepping_batches``, ``num_training_batches``
+  (``float("inf")`` for a loader without a length, as in Lightning);
 - ``should_stop`` (read/write: ``runner.stop_training``);
 - ``callback_metrics``: the training step's scalar outputs under their names
   (``loss`` ...), validation metrics as ``val_<name>``, test metrics as
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from hookline.core import HookError
+from hookline.engine.data import loader_length
 from hookline.engine.hook import Hook
 
 from .lightning_support import Progress, RunLogger, State, Strategy, make_module
@@ -56,6 +58,15 @@ __all__ = ["OPTIMIZER_METHODS", "LightningTrainer"]
 #: Lightning callback methods called from inside the optimizer wrapper
 OPTIMIZER_METHODS = ("on_before_backward", "on_after_backward", "on_before_optimizer_step",
                      "on_before_zero_grad")
+
+
+def _batches(loader: Any, none: int | float = math.inf) -> int | float:
+    """``len(loader)``; ``float("inf")`` for a loader without a length (as Lightning counts
+    an iterable dataset), ``none`` for no loader."""
+    if loader is None:
+        return none
+    length = loader_length(loader)
+    return math.inf if length is None else length
 
 
 class LightningTrainer(Hook):
@@ -176,27 +187,31 @@ class LightningTrainer(Hook):
             inner.accumulative_counts = int(value)
 
     @property
-    def estimated_stepping_batches(self) -> int:
+    def estimated_stepping_batches(self) -> int | float:
+        """Optimizer steps of the run. As in Lightning, a train dataloader without a length
+        gives ``max_steps`` (-1 in a ``max_epochs`` run)."""
         accumulate = self.accumulate_grad_batches
         if self.runner.by_epoch:
-            per_epoch = math.ceil(self.num_training_batches / accumulate)
-            return int(per_epoch * self.runner.max_epochs)
+            batches = self.num_training_batches
+            if batches == math.inf:  # Lightning's "iterable dataset" case
+                return self.max_steps
+            return int(math.ceil(batches / accumulate) * self.runner.max_epochs)
         return math.ceil(int(self.runner.max_iters) / accumulate)
 
     @property
-    def num_training_batches(self) -> int:
-        loader = self.runner.train_dataloader
-        return len(loader) if loader is not None else 0
+    def num_training_batches(self) -> int | float:
+        """Batches per training epoch; ``float("inf")`` without a length (Lightning's)."""
+        return _batches(self.runner.train_dataloader, 0)
 
     @property
-    def num_val_batches(self) -> list[int]:
+    def num_val_batches(self) -> list[int | float]:
         loader = self.runner.val_dataloader
-        return [len(loader)] if loader is not None else []
+        return [_batches(loader)] if loader is not None else []
 
     @property
-    def num_test_batches(self) -> list[int]:
+    def num_test_batches(self) -> list[int | float]:
         loader = self.runner.test_dataloader
-        return [len(loader)] if loader is not None else []
+        return [_batches(loader)] if loader is not None else []
 
     @property
     def check_val_every_n_epoch(self) -> int | None:

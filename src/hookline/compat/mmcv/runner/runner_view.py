@@ -40,6 +40,7 @@ from typing import Any
 
 import torch
 
+from hookline.engine.data import loader_length
 from hookline.engine.runner import Runner
 
 from .log_buffer import LogBuffer
@@ -130,7 +131,10 @@ class MmcvRunner:
         if "batch_idx" in kwargs:
             position = int(kwargs["batch_idx"])
             if self.mode == "train" and not runner.by_epoch:
-                position = runner.iter % max(1, len(runner.train_dataloader))
+                length = loader_length(runner.train_dataloader)
+                if length is None and runner.train_loop is not None:  # known once a pass ends
+                    length = runner.train_loop.epoch_length
+                position = runner.iter % length if length else runner.iter
             object.__setattr__(self, "_inner_iter", position)
             object.__setattr__(self, "data_batch", kwargs.get("data_batch"))
         metrics = kwargs.get("metrics")

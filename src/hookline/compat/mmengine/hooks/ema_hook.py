@@ -80,10 +80,12 @@ class EMAHook(Hook):
         self.ema_model = MODELS.build(self.ema_cfg, default_args=dict(model=model))
 
     def before_train(self, runner: Any) -> None:
-        if self.enabled_by_epoch and self.begin_epoch > runner.max_epochs:
+        # None: not known yet (a train loader without a length); nothing to check then
+        epochs, iters = runner.max_epochs, runner.max_iters
+        if self.enabled_by_epoch and epochs is not None and self.begin_epoch > epochs:
             raise ConfigError(f"EMAHook begin_epoch={self.begin_epoch} is after the last epoch "
                               f"({runner.max_epochs})")
-        if not self.enabled_by_epoch and self.begin_iter > runner.max_iters:
+        if not self.enabled_by_epoch and iters is not None and self.begin_iter > iters:
             raise ConfigError(f"EMAHook begin_iter={self.begin_iter} is after the last iteration "
                               f"({runner.max_iters})")
 

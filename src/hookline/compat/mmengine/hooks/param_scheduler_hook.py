@@ -22,6 +22,7 @@ from typing import Any
 from torch.optim.lr_scheduler import ReduceLROnPlateau
 
 from hookline.core import ConfigError
+from hookline.engine.data import loader_length
 from hookline.engine.hook import DATA_BATCH, Hook
 
 
@@ -47,7 +48,10 @@ class ParamSchedulerHook(Hook):
             for scheduler, by_epoch in schedulers:
                 if not by_epoch and not _plateau(scheduler):
                     scheduler.step()
-        if not runner.by_epoch and (runner.iter + 1) % len(runner.train_dataloader) == 0:
+        if runner.by_epoch:
+            return
+        length = loader_length(runner.train_dataloader)  # None: by_epoch schedulers are refused
+        if length and (runner.iter + 1) % length == 0:
             self._step_epoch(schedulers)
 
     def after_train_epoch(self, runner: Any) -> None:

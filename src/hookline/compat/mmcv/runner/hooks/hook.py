@@ -138,8 +138,8 @@ class Hook(_NativeHook):
         return (runner.iter + 1) % n == 0 if n > 0 else False
 
     def end_of_epoch(self, runner: Any) -> bool:
-        view = runner_view(runner)
-        return bool(view.inner_iter + 1 == len(view.data_loader))
+        view = runner_view(runner)  # a loader without a length: see the engine's end_of_epoch
+        return _NativeHook.end_of_epoch(view.data_loader, view.inner_iter)
 
     def is_last_epoch(self, runner: Any) -> bool:
         return bool(runner.epoch + 1 == runner.max_epochs)
