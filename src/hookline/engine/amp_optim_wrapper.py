@@ -107,8 +107,10 @@ class AmpOptimWrapper(OptimWrapper):
         if scaler is None:
             super().step(**kwargs)
             return
-        if self.clip_grad is not None:
+        if self.clip_grad is not None or self.before_step:  # both see the true gradients
             scaler.unscale_(self.optimizer)
+        self.before_step.emit()
+        if self.clip_grad is not None:
             self._clip()
         scaler.step(self.optimizer, **kwargs)
         scaler.update(self._static_scale)

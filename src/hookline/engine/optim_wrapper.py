@@ -5,6 +5,11 @@ in ``train_step(data, optim_wrapper)``) *before* the ``after_train_iter``
 hooks, so every hook there sees the updated weights. :class:`AmpOptimWrapper`
 adds mixed precision, :class:`OptimWrapperDict` holds several wrappers.
 
+Events on every wrapper (:class:`hookline.core.Event`, nothing to pay while
+none is registered): ``before_update(loss)``, ``before_backward(loss)``,
+``after_backward()``, ``before_step()`` and ``before_zero_grad()`` (the
+points of Lightning's ``on_before_backward`` ... ``on_before_zero_grad``).
+
 Example::
 
     >>> import torch
@@ -171,6 +176,17 @@ class OptimWrapper:
         #: fired with the (unscaled) loss before every backward of :meth:`update_params`;
         #: a hook raising here stops the update before the weights see that loss
         self.before_update = Event("before_update")
+        #: fired in :meth:`backward` with the loss about to be back-propagated (divided for
+        #: accumulation, and multiplied by the loss scale under AMP): Lightning's
+        #: ``on_before_backward`` point
+        self.before_backward = Event("before_backward")
+        #: fired in :meth:`backward` once the gradients are in (``on_after_backward``)
+        self.after_backward = Event("after_backward")
+        #: fired in :meth:`step` before clipping and the optimizer's step, with the gradients
+        #: unscaled under AMP (``on_before_optimizer_step``)
+        self.before_step = Event("before_step")
+        #: fired in :meth:`zero_grad` before the gradients are cleared (``on_before_zero_grad``)
+        self.before_zero_grad = Event("before_zero_grad")
         self._inner_count = 0
         self._max_counts = -1
 
@@ -186,11 +202,14 @@ class OptimWrapper:
 
     def backward(self, loss: torch.Tensor, **kwargs: Any) -> None:
         """``loss.backward()``; counts one call towards the accumulation group."""
+        self.before_backward.emit(loss)
         loss.backward(**kwargs)  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
         self._inner_count += 1
+        self.after_backward.emit()
 
     def step(self, **kwargs: Any) -> None:
         """Clip (when configured) and step the optimizer."""
+        self.before_step.emit()
         if self.clip_grad is not None:
             self._clip()
         self.optimizer.step(**kwargs)
@@ -198,6 +217,7 @@ class OptimWrapper:
     def zero_grad(self, **kwargs: Any) -> None:
         """``optimizer.zero_grad`` (``set_to_none=True`` unless given)."""
         kwargs.setdefault("set_to_none", True)
+        self.before_zero_grad.emit()
         self.optimizer.zero_grad(**kwargs)
 
     def _clip(self) -> torch.Tensor:

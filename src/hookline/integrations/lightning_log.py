@@ -30,7 +30,8 @@ import torch
 from hookline.core import ConfigError
 from hookline.engine import distributed
 
-__all__ = ["REDUCTIONS", "LoggedValue", "as_logged", "epoch_results", "is_metric", "reduction"]
+__all__ = ["REDUCTIONS", "LoggedValue", "ModuleLog", "as_logged", "epoch_results", "is_metric",
+           "reduction"]
 
 REDUCTIONS = ("mean", "sum", "max", "min")
 _FUNCTIONS = ((torch.mean, "mean"), (torch.sum, "sum"), (sum, "sum"), (torch.max, "max"),
@@ -190,3 +191,28 @@ def epoch_results(values: Sequence[LoggedValue], *, sync: bool = False
             reduced = packed[i * step] / packed[i * step + 1] if step == 2 else packed[i]
             results.append((value, reduced))
     return results
+
+
+class ModuleLog:
+    """What ``module.log`` is while a run holds the module: Lightning's signature, passed on to
+    ``hook.record`` (the run's ``LightningModuleHook``). A copy of the module
+    (``copy.deepcopy``) logs into the same run."""
+
+    def __init__(self, hook: Any) -> None:
+        self.hook = hook
+
+    def __call__(self, name: str, value: Any, prog_bar: bool = False, logger: bool | None = None,
+                 on_step: bool | None = None, on_epoch: bool | None = None,
+                 reduce_fx: Any = "mean", enable_graph: bool = False, sync_dist: bool = False,
+                 sync_dist_group: Any = None, add_dataloader_idx: bool = True,
+                 batch_size: int | None = None, metric_attribute: str | None = None,
+                 rank_zero_only: bool = False) -> None:
+        self.hook.record(name, value, prog_bar=prog_bar, on_step=on_step, on_epoch=on_epoch,
+                         reduce_fx=reduce_fx, sync_dist=sync_dist, batch_size=batch_size)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ModuleLog:
+        return self
+
+    def __reduce__(self) -> Any:
+        raise TypeError("this LightningModule is held by a running hookline Runner (its log is "
+                        "bound to the run): pickle it after the run, or save its state_dict()")

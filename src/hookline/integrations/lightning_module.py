@@ -54,7 +54,8 @@ import torch
 from hookline.core import ConfigError
 from hookline.engine.hook import Hook
 
-from .lightning_log import LoggedValue, as_logged, epoch_results, is_metric, reduction
+from .lightning_log import LoggedValue, ModuleLog, as_logged, epoch_results, is_metric, reduction
+from .lightning_module_hooks import ModuleHooks, batch_in_epoch
 from .lightning_trainer import LightningTrainer
 
 if TYPE_CHECKING:
@@ -63,42 +64,21 @@ if TYPE_CHECKING:
 __all__ = ["LightningModuleHook", "attach_module"]
 
 _MISSING = object()
-
-
-class _Log:
-    """What ``module.log`` is while a run holds the module: Lightning's signature, the run's
-    bookkeeping. A copy of the module (``copy.deepcopy``) logs into the same run."""
-
-    def __init__(self, hook: LightningModuleHook) -> None:
-        self.hook = hook
-
-    def __call__(self, name: str, value: Any, prog_bar: bool = False, logger: bool | None = None,
-                 on_step: bool | None = None, on_epoch: bool | None = None,
-                 reduce_fx: Any = "mean", enable_graph: bool = False, sync_dist: bool = False,
-                 sync_dist_group: Any = None, add_dataloader_idx: bool = True,
-                 batch_size: int | None = None, metric_attribute: str | None = None,
-                 rank_zero_only: bool = False) -> None:
-        self.hook.record(name, value, prog_bar=prog_bar, on_step=on_step, on_epoch=on_epoch,
-                         reduce_fx=reduce_fx, sync_dist=sync_dist, batch_size=batch_size)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _Log:
-        return self
-
-    def __reduce__(self) -> Any:
-        raise TypeError("this LightningModule is held by a running hookline Runner (its log is "
-                        "bound to the run): pickle it after the run, or save its state_dict()")
+#: stages a module needs only when it overrides the matching method (``ModuleHooks.stages``)
+_OPTIONAL = ("after_val_iter", "after_test_iter", "before_save_checkpoint", "after_load_checkpoint")
 
 
 class LightningModuleHook(Hook):
     """Binds a ``LightningModule``'s ``log`` and ``trainer`` to a Runner's run (see the module
-    docstring); registered by :func:`attach_module`."""
+    docstring) and calls the hook methods it overrides (:attr:`calls`, see
+    :mod:`.lightning_module_hooks`); registered by :func:`attach_module`."""
 
     priority = "HIGHEST"  # before every hook that reads the metrics it adds
 
     def __init__(self, module: torch.nn.Module, trainer: LightningTrainer) -> None:
         self.module = module
         self.trainer = trainer
-        self._log = _Log(self)
+        self._log = ModuleLog(self)
         self._saved: tuple[Any, Any] | None = None  # (the previous trainer, an own `log`)
         self._values: dict[str, dict[str, LoggedValue]] = {"train": {}, "val": {}, "test": {}}
         self._phases: list[str] = []
@@ -109,9 +89,14 @@ class LightningModuleHook(Hook):
         self._pass_done = False
         self._metrics: dict[str, Any] | None = None  # the evaluation metrics being reported
         self._prog_bar: set[str] = set()  # names logged with prog_bar=True
+        #: the module's own hook methods (``on_validation_epoch_end`` ...) it overrides
+        self.calls = ModuleHooks(module)
 
     def __repr__(self) -> str:
         return f"LightningModuleHook({type(self.module).__name__})"
+
+    def triggered_stages(self) -> list[str]:
+        return [s for s in super().triggered_stages() if s not in _OPTIONAL or s in self.calls.stages]
 
     # -- binding ------------------------------------------------------------------------------
     def bind(self) -> None:
@@ -142,12 +127,15 @@ class LightningModuleHook(Hook):
 
     @contextlib.contextmanager
     def attached(self) -> Iterator[None]:
-        """Bound for the duration (the Runner reads ``configure_optimizers()`` in it)."""
+        """Bound for the duration (the Runner reads ``configure_optimizers()`` in it), after
+        the module's ``configure_model()``; bound already: stays bound."""
+        bound = self._saved is not None
         self.bind()
         try:
             yield
         finally:
-            self.unbind()
+            if not bound:
+                self.unbind()
 
     # -- what self.log does ---------------------------------------------------------------------
     def record(self, name: str, value: Any, *, prog_bar: bool = False, on_step: bool | None = None,
@@ -255,10 +243,13 @@ class LightningModuleHook(Hook):
         self.bind()
         self._phases = ["train"]
         self._pass_done = False
+        self.calls.start_training(runner)
 
     def before_train_epoch(self, runner: Runner) -> None:
         self._reset("train")
         self._pass_done = False
+        self._in_batch = False
+        self.calls.start_epoch()
 
     def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         if self._pass_done:  # an iteration-based run starts its next pass over the data
@@ -266,9 +257,14 @@ class LightningModuleHook(Hook):
             self._pass_done = False
         self._start_batch(data_batch)
         self._pending = {}
+        self.calls.start_batch(runner, data_batch, batch_in_epoch(runner, batch_idx))
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: Any = None) -> None:
+        if "on_train_batch_end" in self.calls.methods:
+            with runner.state.counting_current("iter"):  # Lightning's global_step counts it
+                self.calls.call("on_train_batch_end", outputs, data_batch,
+                                batch_in_epoch(runner, batch_idx))
         pending, self._pending = self._pending, None
         returned = outputs if isinstance(outputs, Mapping) else {}
         hub = runner.message_hub
@@ -285,48 +281,83 @@ class LightningModuleHook(Hook):
 
     def after_train_epoch(self, runner: Runner) -> None:
         self._in_batch = False
+        self.calls.end_training_pass(runner)  # on_train_epoch_end, unless validation follows
         self._publish("train")  # again, with what callbacks logged after the last step
 
     def after_train(self, runner: Runner) -> None:
-        self._phases, self._in_batch = [], False
+        self._in_batch = False
+        self.calls.end_training()
+        self._phases = []
 
     def before_val(self, runner: Runner) -> None:
         self._enter("val")
+        self.calls.set_up(runner, "validate")
+        self.calls.call("on_validation_start")
 
     def before_val_epoch(self, runner: Runner) -> None:
         self._reset("val")
+        self.calls.call("on_validation_epoch_start")
 
     def before_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         self._start_batch(data_batch)
+        self.calls.call("on_validation_batch_start", data_batch, batch_idx)
+
+    def after_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
+                       outputs: Any = None) -> None:
+        self.calls.call("on_validation_batch_end", outputs, data_batch, batch_idx)
 
     def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
+        self._in_batch = False
+        self.calls.call("on_validation_epoch_end")  # what it logs is reported with the epoch
         self._report("val", metrics)
 
     def after_val(self, runner: Runner) -> None:
         self._leave()
+        self.calls.end_validation()  # on_validation_end, then a training epoch's end
 
     def before_test(self, runner: Runner) -> None:
         self._enter("test")
+        self.calls.set_up(runner, "test")
+        self.calls.call("on_test_start")
 
     def before_test_epoch(self, runner: Runner) -> None:
         self._reset("test")
+        self.calls.call("on_test_epoch_start")
 
     def before_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         self._start_batch(data_batch)
+        self.calls.call("on_test_batch_start", data_batch, batch_idx)
+
+    def after_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
+                        outputs: Any = None) -> None:
+        self.calls.call("on_test_batch_end", outputs, data_batch, batch_idx)
 
     def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
+        self._in_batch = False
+        self.calls.call("on_test_epoch_end")
         self._report("test", metrics)
 
     def after_test(self, runner: Runner) -> None:
         self._leave()
+        self.calls.call("on_test_end")
 
     def after_run(self, runner: Runner) -> None:
+        self.calls.tear_down()
         self.unbind()
         self._phases, self._in_batch = [], False
 
     def on_exception(self, runner: Runner, exception: BaseException) -> None:
+        self.calls.abort()
         self.unbind()
         self._phases, self._in_batch, self._pending = [], False, None
+
+    def before_save_checkpoint(self, runner: Runner, checkpoint: dict[str, Any]) -> None:
+        with self.attached():  # also when the run is over: the module may read self.trainer
+            self.calls.call("on_save_checkpoint", checkpoint)
+
+    def after_load_checkpoint(self, runner: Runner, checkpoint: dict[str, Any]) -> None:
+        with self.attached():
+            self.calls.call("on_load_checkpoint", checkpoint)
 
     def _enter(self, phase: str) -> None:
         self.bind()
@@ -350,4 +381,12 @@ def attach_module(runner: Runner) -> contextlib.AbstractContextManager[None]:
     trainer = LightningTrainer.of(runner, module=runner.model)
     hook = LightningModuleHook(runner.model, trainer)
     runner.register_hook(hook)
-    return hook.attached()
+    return _configured(hook)
+
+
+@contextlib.contextmanager
+def _configured(hook: LightningModuleHook) -> Iterator[None]:
+    """Bound, after Lightning's ``configure_model()`` (which precedes ``configure_optimizers()``)."""
+    with hook.attached():
+        hook.calls.configure()
+        yield
