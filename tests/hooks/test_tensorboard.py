@@ -4,7 +4,9 @@ EventAccumulator: tags, steps and values (the same smoothed values as metrics.js
 from __future__ import annotations
 
 import json
+import math
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -135,6 +137,10 @@ def test_resume_purges_steps_that_run_again(tmp_path: Path) -> None:
     assert hook.writer is None  # closed by on_exception
     before = scalars(load_events(tmp_path / "tf_logs"), "train/loss")
     assert [s for s, _ in before] == [2, 4, 6, 8, 10]
+    # event files are read in name order: <seconds>.<host>.<pid>.<counter>; in one process
+    # within one second the counter decides, and "10" sorts before "9". A resumed run is a
+    # later process in real use; here, a later second keeps the files in order
+    time.sleep(max(0.0, math.ceil(time.time()) - time.time()) + 0.01)
     make_runner(tmp_path, max_epochs=2, checkpoint_every=3, hooks=[tb], resume="auto",
                 default_hooks={"logger": None}).train()  # resumes at iteration 9
     after = scalars(load_events(tmp_path / "tf_logs"), "train/loss")
