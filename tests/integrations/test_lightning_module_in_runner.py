@@ -139,8 +139,9 @@ def test_trainer_attributes_and_should_stop(tmp_path):
     runner = make_runner(model, tmp_path, hooks=[Reader()])
     runner.train()
     assert runner.iter == 4 and runner.epoch == 1  # stopped in the second epoch
+    # after the 4th batch's step: global_step counts it (Lightning's, in on_train_batch_end)
     assert seen == {"max_epochs": 3, "max_steps": -1, "batches": 3, "zero": True, "world": 1,
-                    "rank": 0, "optimizers": [runner.optimizer], "epoch": 1, "step": 3,
+                    "rank": 0, "optimizers": [runner.optimizer], "epoch": 1, "step": 4,
                     "logger": True}
 
 

@@ -55,7 +55,7 @@ from hookline.core import ConfigError
 from hookline.engine.hook import Hook
 
 from .lightning_log import LoggedValue, ModuleLog, as_logged, epoch_results, is_metric, reduction
-from .lightning_module_hooks import ModuleHooks, batch_in_epoch
+from .lightning_module_hooks import ModuleHooks
 from .lightning_trainer import LightningTrainer
 
 if TYPE_CHECKING:
@@ -64,14 +64,13 @@ if TYPE_CHECKING:
 __all__ = ["LightningModuleHook", "attach_module"]
 
 _MISSING = object()
-#: stages a module needs only when it overrides the matching method (``ModuleHooks.stages``)
-_OPTIONAL = ("after_val_iter", "after_test_iter", "before_save_checkpoint", "after_load_checkpoint")
 
 
 class LightningModuleHook(Hook):
     """Binds a ``LightningModule``'s ``log`` and ``trainer`` to a Runner's run (see the module
-    docstring) and calls the hook methods it overrides (:attr:`calls`, see
-    :mod:`.lightning_module_hooks`); registered by :func:`attach_module`."""
+    docstring); the hook methods it overrides (:attr:`calls`, see
+    :mod:`.lightning_module_hooks`) are called by the run's ``LightningCalls``, after the
+    Lightning callbacks' (:func:`attach_module` registers both)."""
 
     priority = "HIGHEST"  # before every hook that reads the metrics it adds
 
@@ -94,9 +93,6 @@ class LightningModuleHook(Hook):
 
     def __repr__(self) -> str:
         return f"LightningModuleHook({type(self.module).__name__})"
-
-    def triggered_stages(self) -> list[str]:
-        return [s for s in super().triggered_stages() if s not in _OPTIONAL or s in self.calls.stages]
 
     # -- binding ------------------------------------------------------------------------------
     def bind(self) -> None:
@@ -124,6 +120,15 @@ class LightningModuleHook(Hook):
             vars(module).pop("log", None)
         else:
             module.log = own
+
+    def close_training(self) -> None:
+        """Training is over (its last methods ran): ``self.log`` refuses training values."""
+        self._phases, self._in_batch = [], False
+
+    def release(self) -> None:
+        """The run is over (its teardown ran): unbind."""
+        self.unbind()
+        self._phases, self._in_batch = [], False
 
     @contextlib.contextmanager
     def attached(self) -> Iterator[None]:
@@ -243,13 +248,11 @@ class LightningModuleHook(Hook):
         self.bind()
         self._phases = ["train"]
         self._pass_done = False
-        self.calls.start_training(runner)
 
     def before_train_epoch(self, runner: Runner) -> None:
         self._reset("train")
         self._pass_done = False
         self._in_batch = False
-        self.calls.start_epoch()
 
     def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         if self._pass_done:  # an iteration-based run starts its next pass over the data
@@ -257,14 +260,9 @@ class LightningModuleHook(Hook):
             self._pass_done = False
         self._start_batch(data_batch)
         self._pending = {}
-        self.calls.start_batch(runner, data_batch, batch_in_epoch(runner, batch_idx))
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: Any = None) -> None:
-        if "on_train_batch_end" in self.calls.methods:
-            with runner.state.counting_current("iter"):  # Lightning's global_step counts it
-                self.calls.call("on_train_batch_end", outputs, data_batch,
-                                batch_in_epoch(runner, batch_idx))
         pending, self._pending = self._pending, None
         returned = outputs if isinstance(outputs, Mapping) else {}
         hub = runner.message_hub
@@ -281,83 +279,46 @@ class LightningModuleHook(Hook):
 
     def after_train_epoch(self, runner: Runner) -> None:
         self._in_batch = False
-        self.calls.end_training_pass(runner)  # on_train_epoch_end, unless validation follows
-        self._publish("train")  # again, with what callbacks logged after the last step
+        self._publish("train")  # again, with what was logged after the last step
 
     def after_train(self, runner: Runner) -> None:
-        self._in_batch = False
-        self.calls.end_training()
-        self._phases = []
+        self._in_batch = False  # the phase ends after the last methods (close_training)
 
     def before_val(self, runner: Runner) -> None:
         self._enter("val")
-        self.calls.set_up(runner, "validate")
-        self.calls.call("on_validation_start")
 
     def before_val_epoch(self, runner: Runner) -> None:
         self._reset("val")
-        self.calls.call("on_validation_epoch_start")
 
     def before_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         self._start_batch(data_batch)
-        self.calls.call("on_validation_batch_start", data_batch, batch_idx)
-
-    def after_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
-                       outputs: Any = None) -> None:
-        self.calls.call("on_validation_batch_end", outputs, data_batch, batch_idx)
 
     def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
-        self._in_batch = False
-        self.calls.call("on_validation_epoch_end")  # what it logs is reported with the epoch
+        # before the callbacks' and the module's on_validation_epoch_end (LightningCalls), so
+        # they see the epoch's values; what they log is published into ``metrics`` at once
         self._report("val", metrics)
 
     def after_val(self, runner: Runner) -> None:
         self._leave()
-        self.calls.end_validation()  # on_validation_end, then a training epoch's end
 
     def before_test(self, runner: Runner) -> None:
         self._enter("test")
-        self.calls.set_up(runner, "test")
-        self.calls.call("on_test_start")
 
     def before_test_epoch(self, runner: Runner) -> None:
         self._reset("test")
-        self.calls.call("on_test_epoch_start")
 
     def before_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         self._start_batch(data_batch)
-        self.calls.call("on_test_batch_start", data_batch, batch_idx)
-
-    def after_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
-                        outputs: Any = None) -> None:
-        self.calls.call("on_test_batch_end", outputs, data_batch, batch_idx)
 
     def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
-        self._in_batch = False
-        self.calls.call("on_test_epoch_end")
         self._report("test", metrics)
 
     def after_test(self, runner: Runner) -> None:
         self._leave()
-        self.calls.call("on_test_end")
-
-    def after_run(self, runner: Runner) -> None:
-        self.calls.tear_down()
-        self.unbind()
-        self._phases, self._in_batch = [], False
 
     def on_exception(self, runner: Runner, exception: BaseException) -> None:
-        self.calls.abort()
         self.unbind()
         self._phases, self._in_batch, self._pending = [], False, None
-
-    def before_save_checkpoint(self, runner: Runner, checkpoint: dict[str, Any]) -> None:
-        with self.attached():  # also when the run is over: the module may read self.trainer
-            self.calls.call("on_save_checkpoint", checkpoint)
-
-    def after_load_checkpoint(self, runner: Runner, checkpoint: dict[str, Any]) -> None:
-        with self.attached():
-            self.calls.call("on_load_checkpoint", checkpoint)
 
     def _enter(self, phase: str) -> None:
         self.bind()
@@ -381,6 +342,7 @@ def attach_module(runner: Runner) -> contextlib.AbstractContextManager[None]:
     trainer = LightningTrainer.of(runner, module=runner.model)
     hook = LightningModuleHook(runner.model, trainer)
     runner.register_hook(hook)
+    trainer.calls.join(hook, module=True)
     return _configured(hook)
 
 

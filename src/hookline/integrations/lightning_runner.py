@@ -1,4 +1,5 @@
-"""Lightning callbacks in a hookline Runner: ``LightningCallbackHook`` runs one at the matching stages.
+"""Lightning callbacks in a hookline Runner: ``LightningCallbackHook`` holds one, the run's
+``LightningCalls`` calls it at the matching stages.
 
 ``Runner(hooks=[lightning.pytorch.callbacks.EarlyStopping("val_loss")])``
 wraps the callback automatically (the ``lightning`` adapter). It is called
@@ -25,11 +26,17 @@ on_save_checkpoint / on_load_checkpoint     ``before_save_checkpoint`` /
                                             ``after_load_checkpoint``
 on_exception                                ``on_exception`` (a hook's error unwrapped
                                             from its ``HookError``)
-on_before_backward ... on_before_zero_grad  around the optimizer wrapper's backward,
-                                            step and zero_grad
+on_before_backward ... on_before_zero_grad  the optimizer wrapper's ``before_backward``,
+                                            ``after_backward``, ``before_step`` (AMP:
+                                            unscaled), ``before_zero_grad`` events
 state_dict / load_state_dict                the hook's state in hookline checkpoints
 ==========================================  ==========================================
 
+Each method is called on every callback (in registration order), then on the
+``LightningModule``, as in Lightning (:mod:`.lightning_calls`):
+``on_train_epoch_end`` reaches ``EarlyStopping`` and ``Checkpoint`` subclasses
+(Lightning's "monitoring" callbacks) after the module, ``on_load_checkpoint``
+the module first.
 ``on_sanity_check_*`` and ``on_predict_*`` are never called, as in a
 ``Trainer.fit`` with ``num_sanity_val_steps=0``: a hookline run has no sanity
 check and no predict loop. Lightning callbacks that need Lightning's own
@@ -46,17 +53,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hookline.core import ConfigError, HookError
-from hookline.engine.data import loader_length
-from hookline.engine.hook import STAGES, Hook
+from hookline.core import ConfigError
+from hookline.engine.hook import Hook
 
 from ._detect import class_named
-from .lightning_trainer import OPTIMIZER_METHODS, LightningTrainer
+from .lightning_calls import METHOD_STAGES
+from .lightning_trainer import LightningTrainer
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
 
-__all__ = ["REFUSED", "LightningCallbackHook", "lightning_methods"]
+__all__ = ["CALLBACK_METHODS", "REFUSED", "LightningCallbackHook", "lightning_methods"]
 
 _MODULES = ("lightning.pytorch", "pytorch_lightning")
 
@@ -87,35 +94,9 @@ REFUSED = {
     "BasePredictionWriter": "a hookline Runner has no predict loop",
 }
 
-# Lightning method -> the stages it needs
-_STAGES: dict[str, tuple[str, ...]] = {
-    "setup": ("before_train", "before_val", "before_test", "after_run"),
-    "teardown": ("before_train", "before_val", "before_test", "after_run"),
-    "on_fit_start": ("before_train",),
-    "on_fit_end": ("after_train",),
-    "on_train_start": ("before_train",),
-    "on_train_end": ("after_train",),
-    "on_train_epoch_start": ("before_train_epoch",),
-    "on_train_epoch_end": ("before_train_epoch", "after_train_epoch", "after_val", "after_train"),
-    "on_train_batch_start": ("before_train_iter",),
-    "on_train_batch_end": ("after_train_iter",),
-    "on_validation_start": ("before_val",),
-    "on_validation_epoch_start": ("before_val_epoch",),
-    "on_validation_batch_start": ("before_val_iter",),
-    "on_validation_batch_end": ("after_val_iter",),
-    "on_validation_epoch_end": ("after_val_epoch",),
-    "on_validation_end": ("after_val",),
-    "on_test_start": ("before_test",),
-    "on_test_epoch_start": ("before_test_epoch",),
-    "on_test_batch_start": ("before_test_iter",),
-    "on_test_batch_end": ("after_test_iter",),
-    "on_test_epoch_end": ("after_test_epoch",),
-    "on_test_end": ("after_test",),
-    "on_save_checkpoint": ("before_save_checkpoint",),
-    "on_load_checkpoint": ("after_load_checkpoint",),
-    "on_exception": ("on_exception",),
-    **{name: () for name in OPTIMIZER_METHODS},  # fired by the trainer facade's wrapper patch
-}
+#: the Lightning methods of a callback a run calls
+CALLBACK_METHODS = tuple(name for name in METHOD_STAGES
+                         if name not in ("configure_model", "prepare_data"))
 
 
 def _base(callback: Any) -> type:
@@ -128,7 +109,7 @@ def lightning_methods(callback: Any) -> frozenset[str]:
     ``LambdaCallback`` does)."""
     base = _base(callback)
     own = vars(callback)
-    return frozenset(name for name in _STAGES if name in own or
+    return frozenset(name for name in CALLBACK_METHODS if name in own or
                      getattr(type(callback), name, None) is not getattr(base, name, None))
 
 
@@ -141,9 +122,9 @@ def check_lightning_callback(callback: Any) -> None:
 
 
 class LightningCallbackHook(Hook):
-    """Runs one Lightning callback at the Runner's stages (see the module docstring)."""
+    """One Lightning callback of a Runner: its state in checkpoints, and its methods, which the
+    run's :class:`~.lightning_calls.LightningCalls` calls (see the module docstring)."""
 
-    priority = "NORMAL"
     callback: Any
 
     def __init__(self, callback: Any, runner: Runner) -> None:
@@ -153,34 +134,27 @@ class LightningCallbackHook(Hook):
                 raise ConfigError(f"{type(callback).__name__} is already registered with this "
                                   "Runner")
         self.callback = callback
+        #: Lightning's "monitoring" callbacks end a training epoch after the module
+        self.monitoring = any(class_named(callback, name, _MODULES)
+                              for name in ("EarlyStopping", "Checkpoint"))
         self.methods = lightning_methods(callback)
         self.trainer = LightningTrainer.of(runner)
         self.trainer.callbacks.append(callback)
-        if self.methods & set(OPTIMIZER_METHODS):
-            self.trainer.optimizer_listeners.append(self)
-        self._stages = set().union(*(_STAGES[m] for m in self.methods))
-        self._stage_name: str | None = None  # the setup() stage of the current run
-        self._epoch_open = False  # a training epoch started whose on_train_epoch_end is due
-        self._epoch_after_val = False  # ... and it waits for the epoch's validation
+        self.trainer.calls.join(self)
 
     @property
     def state_key(self) -> str:
         return f"lightning:{self.callback.state_key}"
 
     def triggered_stages(self) -> list[str]:
-        return [stage for stage in STAGES if stage in self._stages]
+        return []  # LightningCalls calls the callback
 
     def __repr__(self) -> str:
         return f"LightningCallbackHook({type(self.callback).__name__})"
 
-    def _call(self, name: str, *args: Any) -> None:
-        if name in self.methods:
-            getattr(self.callback, name)(self.trainer, self.trainer.lightning_module, *args)
-
-    def _setup(self, stage: str) -> None:
-        if self._stage_name is None:
-            self._stage_name = stage
-            self._call("setup", stage)
+    def call(self, name: str, *args: Any) -> None:
+        """``callback.<name>(trainer, pl_module, *args)``."""
+        getattr(self.callback, name)(self.trainer, self.trainer.lightning_module, *args)
 
     # -- state in hookline checkpoints --------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -190,108 +164,3 @@ class LightningCallbackHook(Hook):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state:
             self.callback.load_state_dict(state)
-
-    # -- training -------------------------------------------------------------------------------
-    def before_train(self, runner: Runner) -> None:
-        self._setup("fit")
-        self._call("on_fit_start")
-        self._call("on_train_start")
-
-    def before_train_epoch(self, runner: Runner) -> None:
-        self._epoch_open, self._epoch_after_val = True, False
-        self._call("on_train_epoch_start")
-
-    def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
-        self._call("on_train_batch_start", data_batch, _in_epoch(runner, batch_idx))
-
-    def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
-                         outputs: Any = None) -> None:
-        self._call("on_train_batch_end", outputs, data_batch, _in_epoch(runner, batch_idx))
-
-    def after_train_epoch(self, runner: Runner) -> None:
-        loop = runner.train_loop
-        if runner.by_epoch and loop is not None and loop.val_due_after_epoch(runner.epoch + 1):
-            self._epoch_after_val = True  # Lightning validates before on_train_epoch_end
-        else:
-            self._end_epoch()
-
-    def _end_epoch(self) -> None:
-        if self._epoch_open:
-            self._epoch_open = self._epoch_after_val = False
-            self._call("on_train_epoch_end")
-
-    def after_train(self, runner: Runner) -> None:
-        self._end_epoch()  # an epoch cut by should_stop still ends, as in Lightning
-        self._call("on_train_end")
-        self._call("on_fit_end")
-
-    # -- validation and test -----------------------------------------------------------------------
-    def before_val(self, runner: Runner) -> None:
-        self._setup("validate")
-        self._call("on_validation_start")
-
-    def before_val_epoch(self, runner: Runner) -> None:
-        self._call("on_validation_epoch_start")
-
-    def before_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
-        self._call("on_validation_batch_start", data_batch, batch_idx)
-
-    def after_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
-                       outputs: Any = None) -> None:
-        self._call("on_validation_batch_end", outputs, data_batch, batch_idx)
-
-    def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
-        self._call("on_validation_epoch_end")
-
-    def after_val(self, runner: Runner) -> None:
-        self._call("on_validation_end")
-        if self._epoch_after_val:
-            self._end_epoch()
-
-    def before_test(self, runner: Runner) -> None:
-        self._setup("test")
-        self._call("on_test_start")
-
-    def before_test_epoch(self, runner: Runner) -> None:
-        self._call("on_test_epoch_start")
-
-    def before_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
-        self._call("on_test_batch_start", data_batch, batch_idx)
-
-    def after_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
-                        outputs: Any = None) -> None:
-        self._call("on_test_batch_end", outputs, data_batch, batch_idx)
-
-    def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
-        self._call("on_test_epoch_end")
-
-    def after_test(self, runner: Runner) -> None:
-        self._call("on_test_end")
-
-    # -- the run around them ---------------------------------------------------------------------------
-    def after_run(self, runner: Runner) -> None:
-        if self._stage_name is not None:
-            stage, self._stage_name = self._stage_name, None  # the next run sets up again
-            self._call("teardown", stage)
-
-    def before_save_checkpoint(self, runner: Runner, checkpoint: dict[str, Any]) -> None:
-        self._call("on_save_checkpoint", checkpoint)
-
-    def after_load_checkpoint(self, runner: Runner, checkpoint: dict[str, Any]) -> None:
-        self._call("on_load_checkpoint", checkpoint)
-
-    def on_exception(self, runner: Runner, exception: BaseException) -> None:
-        # Lightning passes the exception raised; hookline wraps one raised in a hook in HookError
-        if isinstance(exception, HookError) and exception.__cause__ is not None:
-            exception = exception.__cause__
-        self._call("on_exception", exception)
-
-
-def _in_epoch(runner: Runner, batch_idx: int) -> int:
-    """Lightning's ``batch_idx``: the batch within the epoch (a ``max_iters`` run counts globally)."""
-    if runner.by_epoch:
-        return batch_idx
-    length = loader_length(runner.train_dataloader)
-    if length is None and runner.train_loop is not None:  # no length: known once a pass ends
-        length = runner.train_loop.epoch_length
-    return batch_idx % length if length else batch_idx

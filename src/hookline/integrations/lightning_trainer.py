@@ -25,9 +25,10 @@ read up to date:
 
 ``pl_module`` is a ``LightningModule`` around ``runner.model`` (its
 parameters, and its attributes by name); ``pl_module.log`` and
-``log_dict`` write ``callback_metrics``. The backward and optimizer hooks
-(``on_before_backward`` ...) run from the optimizer wrapper's ``backward``,
-``step`` and ``zero_grad`` while training runs.
+``log_dict`` write ``callback_metrics``. The callbacks' methods (and a
+``LightningModule``'s own) are called by the run's
+:class:`~.lightning_calls.LightningCalls` (:attr:`LightningTrainer.calls`),
+registered with the trainer.
 
 Example::
 
@@ -39,26 +40,21 @@ Example::
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from hookline.core import HookError
 from hookline.engine.data import loader_length
 from hookline.engine.hook import Hook
 
+from .lightning_calls import OPTIMIZER_METHODS, LightningCalls
 from .lightning_support import Progress, RunLogger, State, Strategy, make_module
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
 
 __all__ = ["OPTIMIZER_METHODS", "LightningTrainer"]
-
-#: Lightning callback methods called from inside the optimizer wrapper
-OPTIMIZER_METHODS = ("on_before_backward", "on_after_backward", "on_before_optimizer_step",
-                     "on_before_zero_grad")
-
 
 def _batches(loader: Any, none: int | float = math.inf) -> int | float:
     """``len(loader)``; ``float("inf")`` for a loader without a length (as Lightning counts
@@ -94,9 +90,6 @@ class LightningTrainer(Hook):
         self.callbacks: list[Any] = []
         self.loggers: list[RunLogger] = [RunLogger(self)]
         self.fit_loop = self._logger_connector = Progress(self)
-        #: the adapters whose callback has an optimizer method, in registration order
-        self.optimizer_listeners: list[Any] = []
-        self._patched: list[Any] = []
         self._finishing: int | None = None  # the epoch whose end (validation ...) is under way
         #: the validation / test metrics a LightningModule logged itself (``self.log``): in
         #: ``callback_metrics`` under their own names, not again as ``val_<name>``
@@ -114,9 +107,13 @@ class LightningTrainer(Hook):
         trainer.strategy = Strategy(runner)
         trainer.lightning_module = module if module is not None else make_module(runner, trainer)
         runner.register_hook(trainer)
+        #: calls the Lightning methods of the run's callbacks and module (registered when the
+        #: first of them joins)
+        trainer.calls = LightningCalls(runner)
         return trainer
 
     strategy: Any = None
+    calls: LightningCalls
 
     # -- what Lightning callbacks read -----------------------------------------------------------
     @property
@@ -137,7 +134,10 @@ class LightningTrainer(Hook):
 
     @property
     def global_step(self) -> int:
-        return int(self.runner.iter)
+        """Lightning's: optimizer steps done. ``runner.iter`` counts an iteration once its
+        ``after_train_iter`` hooks are over; here it counts as soon as its step is (so
+        ``on_train_batch_end`` sees it counted, as in Lightning)."""
+        return int(self.runner.state.resume_point[2])
 
     @property
     def max_epochs(self) -> int:
@@ -263,8 +263,6 @@ class LightningTrainer(Hook):
     def before_train(self, runner: Runner) -> None:
         self._mode("fit", "train")
         self._finishing = None
-        if self.optimizer_listeners:
-            self._patch(runner.optim_wrapper)
 
     def before_train_epoch(self, runner: Runner) -> None:
         self._finishing = None
@@ -296,50 +294,10 @@ class LightningTrainer(Hook):
         self._metrics("test", metrics)
 
     def after_train(self, runner: Runner) -> None:
-        self._unpatch()
         self._finishing = None
         self.training = False
-
-    def on_exception(self, runner: Runner, exception: BaseException) -> None:
-        self._unpatch()
 
     def _metrics(self, prefix: str, metrics: Mapping[str, Any] | None) -> None:
         for key, value in (metrics or {}).items():
             if key not in self.module_metrics:
                 self.callback_metrics[f"{prefix}_{key}"] = torch.as_tensor(value)
-
-    # -- the optimizer hooks -------------------------------------------------------------------------
-    def _fire(self, method: str, *args: Any) -> None:
-        for adapter in self.optimizer_listeners:
-            if method in adapter.methods:
-                try:
-                    getattr(adapter.callback, method)(self, self.lightning_module, *args)
-                except Exception as exc:
-                    raise HookError(adapter, method, exc) from exc
-
-    def _patch(self, wrapper: Any) -> None:
-        for inner in (wrapper.values() if hasattr(wrapper, "values") else [wrapper]):
-            backward, step, zero_grad = inner.backward, inner.step, inner.zero_grad
-            inner.backward = self._around(backward, "on_before_backward", "on_after_backward")
-            inner.step = self._before(step, "on_before_optimizer_step", inner.optimizer)
-            inner.zero_grad = self._before(zero_grad, "on_before_zero_grad", inner.optimizer)
-            self._patched.append(inner)
-
-    def _around(self, backward: Callable[..., None], before: str, after: str) -> Callable[..., None]:
-        def patched(loss: torch.Tensor, **kwargs: Any) -> None:
-            self._fire(before, loss)
-            backward(loss, **kwargs)
-            self._fire(after)
-        return patched
-
-    def _before(self, call: Callable[..., None], method: str, optimizer: Any) -> Callable[..., None]:
-        def patched(**kwargs: Any) -> None:
-            self._fire(method, optimizer)
-            call(**kwargs)
-        return patched
-
-    def _unpatch(self) -> None:
-        for inner in self._patched:
-            for name in ("backward", "step", "zero_grad"):
-                inner.__dict__.pop(name, None)
-        self._patched = []
