@@ -245,3 +245,23 @@ def test_a_plain_module_gets_no_lightning_hooks(tmp_path):
                    for h in runner.hooks.hooks)
     runner.train()
     assert runner.iter == 3
+
+
+class LogsItsLearningRate(LitRegressor):
+    """Reads its optimizer and scheduler the Lightning way, as modules logging the LR do."""
+
+    def on_train_epoch_end(self):
+        optimizer, scheduler = self.optimizers(), self.lr_schedulers()
+        self.log("lr_read", optimizer.param_groups[0]["lr"])
+        self.seen = (optimizer, scheduler)
+
+
+def test_optimizers_and_lr_schedulers_give_the_runs_own(tmp_path):
+    module = LogsItsLearningRate()
+    runner = make_runner(module, tmp_path)
+    runner.train()
+    optimizer, scheduler = module.seen
+    assert optimizer is runner.optimizer  # the torch optimizer itself, as hookline steps it
+    assert scheduler is runner.param_schedulers[0][0]
+    assert float(runner.message_hub.latest("train/lr_read")) == pytest.approx(
+        optimizer.param_groups[0]["lr"])

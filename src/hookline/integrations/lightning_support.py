@@ -32,8 +32,15 @@ class State:
 class Strategy:
     """What callbacks ask of ``trainer.strategy`` on one process of a hookline run."""
 
-    def __init__(self, runner: Any) -> None:
+    def __init__(self, runner: Any, trainer: LightningTrainer | None = None) -> None:
         self.runner = runner
+        self.trainer = trainer
+
+    @property
+    def _lightning_optimizers(self) -> list[torch.optim.Optimizer]:  # the name Lightning reads
+        """What ``LightningModule.optimizers()`` reads: the run's optimizers, as they are (hookline
+        steps them; no ``LightningOptimizer`` wrapper)."""
+        return list(self.trainer.optimizers) if self.trainer is not None else []
 
     @property
     def root_device(self) -> torch.device:

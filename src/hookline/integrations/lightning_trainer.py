@@ -104,7 +104,7 @@ class LightningTrainer(Hook):
                 return hook
         trainer = cls()
         trainer.runner = runner
-        trainer.strategy = Strategy(runner)
+        trainer.strategy = Strategy(runner, trainer)
         trainer.lightning_module = module if module is not None else make_module(runner, trainer)
         runner.register_hook(trainer)
         #: calls the Lightning methods of the run's callbacks and module (registered when the
