@@ -13,8 +13,6 @@ import warnings
 
 import pytest
 import torch
-import torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
 
 from hookline import Runner
 from tests.hooks._toy import one_thread  # noqa: F401  (autouse: one torch thread)
@@ -26,40 +24,24 @@ from lightning.pytorch.callbacks import EarlyStopping  # noqa: E402
 from hookline.integrations.lightning_module_hooks import HOOK_METHODS  # noqa: E402
 from hookline.integrations.lightning_runner import CALLBACK_METHODS  # noqa: E402
 
+from .lightning_toy import TinyRegressor, loader  # noqa: E402
+
 QUIET = {"logger": None, "progress": None, "checkpoint": None}
-X = torch.arange(6, dtype=torch.float32).unsqueeze(1) / 6
 #: called differently by design (docs/bridges.md): configure_model once when the Runner is
 #: built; on_before_zero_grad right after the step (Lightning: before the next backward)
 DIFFERENT = {"configure_model", "on_before_zero_grad"}
-
-
-def loader() -> DataLoader:
-    return DataLoader(TensorDataset(X, 2 * X + 1), batch_size=4)  # batches of 4 and 2
 
 
 def _ints(args: tuple) -> tuple:
     return tuple(a for a in args if isinstance(a, (int, str)) and not isinstance(a, bool))
 
 
-class Module(pl.LightningModule):
+class Module(TinyRegressor):
     """Records each of its hook methods as ``("module", name, global_step, *int/str args)``."""
 
     def __init__(self, log: list) -> None:
         super().__init__()
-        torch.manual_seed(0)
-        self.layer = torch.nn.Linear(1, 1)
         self.record = log
-
-    def training_step(self, batch, batch_idx):
-        x, y = batch
-        return F.mse_loss(self.layer(x), y)
-
-    def validation_step(self, batch, batch_idx):
-        x, y = batch
-        self.log("val_loss", F.mse_loss(self.layer(x), y))
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
 class Callback(pl.Callback):

@@ -14,7 +14,6 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, TensorDataset
 
 from hookline import Hook, Runner
 from hookline.core import ConfigError
@@ -25,39 +24,19 @@ pl = pytest.importorskip("lightning.pytorch")
 from hookline.integrations.lightning_module import LightningModuleHook  # noqa: E402
 from hookline.integrations.lightning_module_hooks import HOOK_METHODS  # noqa: E402
 
+from .lightning_toy import TinyRegressor, loader  # noqa: E402
+
 QUIET = {"logger": None, "progress": None, "checkpoint": None}
-X = torch.arange(6, dtype=torch.float32).unsqueeze(1) / 6
 VAL_SCORES = (0.2, 0.9, 0.5)  # what on_validation_epoch_end computes in epochs 1, 2, 3
 
 
-def loader() -> DataLoader:
-    return DataLoader(TensorDataset(X, 2 * X + 1), batch_size=4)  # batches of 4 and 2
-
-
-class Recorder(pl.LightningModule):
+class Recorder(TinyRegressor):
     """Overrides every hook method a run calls (set on the class below), recording each call
     with ``current_epoch``, ``global_step`` and its int / str arguments."""
 
     def __init__(self) -> None:
         super().__init__()
-        torch.manual_seed(0)
-        self.layer = torch.nn.Linear(1, 1)
         self.calls: list[tuple] = []
-
-    def training_step(self, batch, batch_idx):
-        x, y = batch
-        return F.mse_loss(self.layer(x), y)
-
-    def validation_step(self, batch, batch_idx):
-        x, y = batch
-        self.log("val_loss", F.mse_loss(self.layer(x), y))
-
-    def test_step(self, batch, batch_idx):
-        x, y = batch
-        self.log("test_loss", F.mse_loss(self.layer(x), y))
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
 def _recording(name: str):
