@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,13 @@ def test_missing_test_data_or_checkpoints_are_one_line_errors(trained, tmp_path,
     one_line_error(*run(capsys, "test", "--checkpoint", str(next(trained.glob("*/epoch_2.pth"))),
                         "--set", "model.num_classes=5")[::2], "does not fit this run's model")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.pth"]  # nothing written
+    # a checkpoint that does not fit leaves no eval folder beside it
+    copy = tmp_path / "copied_run"
+    copy.mkdir()
+    shutil.copy(next(trained.glob("*/epoch_2.pth")), copy / "epoch_2.pth")
+    one_line_error(*run(capsys, "test", "--checkpoint", str(copy / "epoch_2.pth"),
+                        "--set", "model.num_classes=5")[::2], "does not fit this run's model")
+    assert sorted(p.name for p in copy.iterdir()) == ["epoch_2.pth"]
 
 
 def test_the_best_checkpoint_of_a_run(tmp_path):

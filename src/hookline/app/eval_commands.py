@@ -51,7 +51,7 @@ from .command_common import (
     work_dir_of,
 )
 from .config import build_runner, resolve_config
-from .run_dirs import last_run_with_checkpoints
+from .run_dirs import last_run_with_checkpoints, remove_unused_folder
 
 __all__ = ["EVAL_DIR", "add_test_arguments", "add_val_arguments", "checkpoint_weights",
            "checkpoint_of_run", "evaluate_checkpoint", "pick_checkpoint", "run_test", "run_val"]
@@ -185,10 +185,14 @@ def evaluate_checkpoint(cfg: Mapping[str, Any], checkpoint: str | Path, split: s
     spec = resolve_config(spec, work_dir=eval_dir)  # checked before anything is loaded or written
     state = load_checkpoint_file(checkpoint, map_location="cpu")
     weights, kind = checkpoint_weights(state)
+    fresh = not eval_dir.exists()
     runner = build_runner(spec)
     try:
         problem = weights_problem(runner.model, weights, strict=True)
         if problem is not None:
+            close_logger(runner.logger)
+            if fresh:  # nothing was evaluated: leave no eval folder behind
+                remove_unused_folder(eval_dir)
             raise CheckpointError(checkpoint, f"does not fit this run's model: {problem}")
         runner.load_checkpoint(checkpoint, resume=False, checkpoint={**state, "state_dict": weights})
         metrics = runner.test() if split == "test" else runner.val()

@@ -41,8 +41,8 @@ from hookline.engine.checkpoint import LATEST_FILENAME, atomic_write
 from hookline.engine.checkpoint.names import is_checkpoint_name
 
 __all__ = ["LAST_RUN_FILE", "discard_run_dir", "has_checkpoints", "is_run_dir_name",
-           "last_run_with_checkpoints", "new_run_dir", "read_last_run", "run_dirs",
-           "write_last_run"]
+           "last_run_with_checkpoints", "new_run_dir", "read_last_run", "remove_unused_folder",
+           "run_dirs", "write_last_run"]
 
 #: what building a Runner writes into its folder before training starts
 _BUILD_OUTPUTS = frozenset({"log.txt", "config.yaml"})
@@ -165,11 +165,21 @@ def discard_run_dir(work_dir: str | Path, run_dir: str | Path, previous: Path | 
     False is returned.
     """
     work_dir, run_dir = Path(work_dir), Path(run_dir)
-    if not run_dir.is_dir() or {p.name for p in run_dir.iterdir()} - _BUILD_OUTPUTS:
+    if not remove_unused_folder(run_dir):
         return False
-    shutil.rmtree(run_dir)
     if previous is not None and previous.is_dir():
         write_last_run(work_dir, previous)
     elif read_last_run(work_dir) is None:
         (work_dir / LAST_RUN_FILE).unlink(missing_ok=True)
+    return True
+
+
+def remove_unused_folder(folder: str | Path) -> bool:
+    """Remove ``folder`` when it holds nothing but what a Runner's construction writes
+    (``log.txt``, ``config.yaml``): the folder of a run or an evaluation that never started.
+    Returns whether it was removed; a folder with anything else in it is left alone."""
+    folder = Path(folder)
+    if not folder.is_dir() or {p.name for p in folder.iterdir()} - _BUILD_OUTPUTS:
+        return False
+    shutil.rmtree(folder)
     return True
