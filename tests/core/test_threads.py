@@ -9,44 +9,21 @@ same thread, and not at all by one that starts after its removal returned.
 
 from __future__ import annotations
 
-import sys
 import threading
 
 import pytest
 
 from hookline.core import Event, EventBus, HandleGroup, HookHandle, hookable, observe, observed
+from tests.threads import fast_switching  # noqa: F401  (autouse)
+from tests.threads import run_threads as shared_run_threads
 
 THREADS = 8
 ROUNDS = 150
 
 
-@pytest.fixture(autouse=True)
-def fast_switching():
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(before)
-
-
 def run_threads(target, count=THREADS):
     """Run ``target(index)`` in ``count`` threads started together; re-raise the first error."""
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(count)
-
-    def body(index):
-        try:
-            barrier.wait()
-            target(index)
-        except BaseException as exc:  # re-raised below, in the main thread
-            errors.append(exc)
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
+    shared_run_threads(target, count)
 
 
 # -- Event ---------------------------------------------------------------------------------------

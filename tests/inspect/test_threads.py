@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 
 import pytest
@@ -10,6 +9,8 @@ import torch
 from torch import nn
 
 from hookline.inspect import HookManager
+from tests.threads import fast_switching  # noqa: F401  (autouse)
+from tests.threads import run_threads as shared_run_threads
 
 from .models import hook_state
 
@@ -17,32 +18,9 @@ THREADS = 6
 ROUNDS = 60
 
 
-@pytest.fixture(autouse=True)
-def fast_switching():
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(before)
-
-
 def run_threads(target, count=THREADS):
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(count)
-
-    def body(index):
-        try:
-            barrier.wait()
-            target(index)
-        except BaseException as exc:  # re-raised below, in the main thread
-            errors.append(exc)
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
+    """Run ``target(index)`` in ``count`` threads started together; re-raise the first error."""
+    shared_run_threads(target, count)
 
 
 @pytest.mark.parametrize("attempt", range(2))

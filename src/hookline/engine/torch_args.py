@@ -58,7 +58,7 @@ _SCHEDULER_NON_NEGATIVE = ("patience", "cooldown")
 _SCHEDULER_POSITIVE = ("gamma",)
 _SCHEDULER_AT_LEAST_ZERO = ("eta_min", "min_lr", "base_lr", "max_lr")
 #: what the Runner's scheduler configs hold besides the scheduler's own arguments
-_SCHEDULER_EXTRAS = ("by_epoch", "monitor")
+SCHEDULER_EXTRAS = ("by_epoch", "monitor")
 _REDUCTIONS = ("none", "mean", "sum")
 _DATALOADER_FLAGS = ("shuffle", "drop_last", "pin_memory", "persistent_workers")
 
@@ -254,7 +254,7 @@ def _check_scheduler(item: Any, optimizer: torch.optim.Optimizer, where: str) ->
         return item
     target = _resolve(PARAM_SCHEDULERS, item, where, "{'type': 'StepLR', 'step_size': 10}")
     label = _label(target, item["type"])
-    kwargs = {k: v for k, v in item.items() if k != "type" and k not in _SCHEDULER_EXTRAS}
+    kwargs = {k: v for k, v in item.items() if k != "type" and k not in SCHEDULER_EXTRAS}
     if "by_epoch" in item:
         boolean(item["by_epoch"], f"{where}.by_epoch")
     if item.get("monitor") is not None and (not isinstance(item["monitor"], str)

@@ -41,6 +41,7 @@ from hookline.engine.registries import (
 )
 from hookline.engine.schedule_length import fill_run_lengths
 from hookline.engine.torch_args import (
+    SCHEDULER_EXTRAS,
     check_dataloader,
     check_loss,
     check_optim_wrapper,
@@ -53,8 +54,6 @@ from .hooks import check_hook
 from .spec import PLAIN, check_spec, spec_kwargs
 
 __all__ = ["CHECKS"]
-
-_SCHEDULER_EXTRAS = ("by_epoch", "monitor")
 
 
 # -- one checker per top-level key ---------------------------------------------------------------
@@ -85,12 +84,12 @@ def _schedulers(spec: Any, where: str, cfg: Mapping) -> None:
     items = spec if isinstance(spec, list) else [spec]
     for i, item in enumerate(items):
         label = f"{where}[{i}]" if isinstance(spec, list) else where
-        check_spec(PARAM_SCHEDULERS, item, label, ignore=_SCHEDULER_EXTRAS, injected=("optimizer",))
+        check_spec(PARAM_SCHEDULERS, item, label, ignore=SCHEDULER_EXTRAS, injected=("optimizer",))
         children = item.get("schedulers") if isinstance(item, Mapping) else None
         if isinstance(children, list):
             for j, child in enumerate(children):
                 check_spec(PARAM_SCHEDULERS, child, f"{label}.schedulers[{j}]",
-                           ignore=_SCHEDULER_EXTRAS, injected=("optimizer",))
+                           ignore=SCHEDULER_EXTRAS, injected=("optimizer",))
     if cfg.get("optimizer") is not None:
         dummy = check_optimizer(cfg["optimizer"])
     else:
