@@ -1,11 +1,13 @@
 """The Runner's hook list: priority order, per-stage call lists, errors, timing.
 
 All ordering work is paid when a hook is added or removed: each stage keeps a
-tuple of the bound methods of the hooks that override it, so dispatching a
-stage is one loop over exactly the hooks that care. What to call is decided
-when a hook is added (:meth:`Hook.stage_callable`: a method taking only
-``runner`` is called with ``runner`` alone), and a method that looks like a
-stage but is none gets one warning then (:mod:`.stage_lint`).
+tuple of the bound methods of the hooks that override it, and a caller
+generated for exactly those hooks (:mod:`.stage_calls`: unrolled calls, no
+loop), so dispatching a stage costs about what calling those methods by hand
+does. What to call is decided when a hook is added
+(:meth:`Hook.stage_callable`: a method taking only ``runner`` is called with
+``runner`` alone), and a method that looks like a stage but is none gets one
+warning then (:mod:`.stage_lint`).
 
 Example::
 
@@ -25,15 +27,15 @@ Example::
 from __future__ import annotations
 
 import logging
-import time
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from hookline.core import HookError, HookHandle, Priority
+from hookline.core import HookHandle, Priority
 from hookline.core.errors import ConfigError
 
 from .hook import STAGES, Hook, StageMethod
+from .stage_calls import StageCaller, build_caller, profiled_caller
 from .stage_lint import check_stage_names
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,6 +66,9 @@ class HookTable:
         self._entries: list[_Entry] = []
         self._seq = 0
         self.stages: dict[str, tuple[StageMethod, ...]] = {stage: () for stage in STAGES}
+        #: stage -> ``caller(runner, **stage_kwargs)`` for the hooks of ``stages[stage]``
+        #: (rebuilt with them; the loops call these directly)
+        self.callers: dict[str, StageCaller] = {stage: build_caller(stage, ()) for stage in STAGES}
         #: (id(hook), stage) -> [hook, calls, total seconds]; None when not profiling
         self.profile: dict[tuple[int, str], list[Any]] | None = None
 
@@ -96,7 +101,11 @@ class HookTable:
         for entry in self._entries:
             for stage, call in entry.calls.items():
                 calls[stage].append(call)
-        self.stages = {stage: tuple(calls.get(stage, ())) for stage in STAGES}
+        self.stages = stages = {stage: tuple(calls.get(stage, ())) for stage in STAGES}
+        profile = self.profile
+        self.callers = {stage: build_caller(stage, methods) if profile is None
+                        else profiled_caller(stage, methods, profile)
+                        for stage, methods in stages.items()}
 
     @property
     def hooks(self) -> list[Hook]:
@@ -116,36 +125,7 @@ class HookTable:
     # -- dispatch --------------------------------------------------------------------
     def call(self, runner: Runner, stage: str, **kwargs: Any) -> None:
         """Call ``stage`` on every hook overriding it; a failure becomes :class:`HookError`."""
-        methods = self.stages[stage]
-        if self.profile is not None:
-            return self._call_profiled(runner, stage, methods, kwargs, self.profile)
-        try:
-            for method in methods:
-                method(runner, **kwargs)
-        except HookError:
-            raise
-        except Exception as exc:
-            raise HookError(method.__self__, stage, exc) from exc
-
-    def _call_profiled(self, runner: Runner, stage: str, methods: tuple[StageMethod, ...],
-                       kwargs: dict[str, Any], profile: dict[tuple[int, str], list[Any]]) -> None:
-        clock = time.perf_counter
-        for method in methods:
-            start = clock()
-            try:
-                method(runner, **kwargs)
-            except HookError:
-                raise
-            except Exception as exc:
-                raise HookError(method.__self__, stage, exc) from exc
-            finally:
-                elapsed = clock() - start
-                hook = method.__self__
-                record = profile.get((id(hook), stage))
-                if record is None:
-                    record = profile[(id(hook), stage)] = [hook, 0, 0.0]
-                record[1] += 1
-                record[2] += elapsed
+        self.callers[stage](runner, **kwargs)
 
     def call_on_exception(self, runner: Runner, exception: BaseException,
                           logger: logging.Logger) -> None:
@@ -159,14 +139,17 @@ class HookTable:
     def start_profiling(self) -> None:
         """Count and time every hook call from now on (restarting from zero).
 
-        Off by default, and then it costs one ``is not None`` check per stage
-        call. Read the result with :meth:`profile_report` (``Runner.hook_profile()``).
+        Off by default, and then it costs nothing: profiling swaps in
+        profiled stage callers until :meth:`stop_profiling`. Read the result
+        with :meth:`profile_report` (``Runner.hook_profile()``).
         """
         self.profile = {}
+        self._rebuild()  # profiled callers
 
     def stop_profiling(self) -> None:
         """Stop timing hook calls and forget what was recorded."""
         self.profile = None
+        self._rebuild()
 
     def profile_report(self) -> HookProfile:
         """Calls and total seconds per (hook, stage) since :meth:`start_profiling`,
