@@ -15,12 +15,19 @@ reversed on every other repeat), ``--repeat`` times:
 
 * ``plain``: ``for x, y in loader: zero_grad(); loss = loss_fn(model(x), y);
   backward(); step()``;
-* ``hookline``: ``Runner(...).train()`` with its default hooks (scheduler,
-  timer, logger every 10 iterations to the console, log.txt and
-  metrics.jsonl, a checkpoint every epoch to a temporary directory, sampler
-  seed; no progress bar, as stderr is not a terminal);
-* ``hookline-lean``: the same without the logger, timer and checkpoint hooks
-  (what the per-iteration path itself costs);
+* ``plain-prebatched``: the same loop over batches cut before the timed span
+  (one shuffle, ``tensor.split``, reused every epoch): the floor, a training
+  step with no data cost at all;
+* ``hookline``: ``Runner(..., fast_data=False).train()`` with its default
+  hooks (scheduler, timer, logger every 10 iterations to the console, log.txt
+  and metrics.jsonl, a checkpoint every epoch to a temporary directory,
+  sampler seed; no progress bar, as stderr is not a terminal). Its batches
+  come from the DataLoader's own iterator, like ``plain``'s: like for like;
+* ``hookline-fast-data``: the same with the fast data path on (the default:
+  batches by indexing the TensorDataset's tensors with the sampler's indices,
+  the DataLoader's batches bit for bit);
+* ``hookline-lean``: ``hookline`` without the logger, timer and checkpoint
+  hooks (what the per-iteration path itself costs; DataLoader batches);
 * ``ignite``: ``create_supervised_trainer(...).run(loader, max_epochs=4)``;
 * ``mmengine``: ``mmengine.runner.Runner`` with its default hooks (logger
   every 10 iterations, a checkpoint every epoch);
@@ -64,8 +71,8 @@ from _machine import cpu_model  # benchmarks/ is on sys.path when a script here 
 from _workloads import WORKLOADS, Workload, build_model
 
 LR = 0.01
-CONTENDERS = ("plain", "hookline", "hookline-lean", "ignite", "mmengine", "mmengine-lean",
-              "lightning", "lightning-bare")
+CONTENDERS = ("plain", "plain-prebatched", "hookline", "hookline-fast-data", "hookline-lean",
+              "ignite", "mmengine", "mmengine-lean", "lightning", "lightning-bare")
 PACKAGES = {"hookline": "hookline", "ignite": "pytorch-ignite", "mmengine": "mmengine",
             "lightning": "lightning"}
 
@@ -113,14 +120,21 @@ def timed(train: Callable[[], object], spec: Spec) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-# The runners share one signature (RUNS): not every one uses each argument.
-def run_plain(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, int]:  # noqa: ARG001
-    torch, _, model, loader = make_workload(spec)
+# The runners share one signature (RUNS): not every one uses each argument. ``variant`` is
+# what follows the first "-" of the contender's name ("" for the base one).
+def run_plain(spec: Spec, work_dir: str, variant: str) -> tuple[float, float, int]:  # noqa: ARG001
+    torch, data, model, loader = make_workload(spec)
     device = torch.device(spec.device)
     model.to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     loss_fn = torch.nn.CrossEntropyLoss()
     iters = 0
+    if variant == "prebatched":  # cut once, before the timed span; reused every epoch
+        order = torch.randperm(len(data))
+        inputs, targets = (t[order] for t in data.tensors)
+        if spec.cuda:
+            inputs, targets = inputs.pin_memory(), targets.pin_memory()
+        loader = list(zip(inputs.split(spec.workload.batch), targets.split(spec.workload.batch)))
 
     def train() -> None:
         nonlocal iters
@@ -138,15 +152,16 @@ def run_plain(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, int]
     return (*timed(train, spec), iters)
 
 
-def run_hookline(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, int]:
+def run_hookline(spec: Spec, work_dir: str, variant: str) -> tuple[float, float, int]:
     torch, _, model, loader = make_workload(spec)
     from hookline import Runner  # noqa: PLC0415
 
+    lean = variant == "lean"
     off = {"logger": None, "timer": None, "checkpoint": None} if lean else {}
     runner = Runner(model, optimizer={"type": "SGD", "lr": LR},
                     loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=spec.epochs,
                     train_dataloader=loader, work_dir=work_dir, device=spec.device,
-                    default_hooks=off)
+                    default_hooks=off, fast_data=variant == "fast-data")
     if os.environ.get("BENCH_HOOK_PROFILE"):
         runner.hooks.start_profiling()
     wall, cpu = timed(runner.train, spec)
@@ -157,7 +172,7 @@ def run_hookline(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, i
     return wall, cpu, runner.iter
 
 
-def run_ignite(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, int]:  # noqa: ARG001
+def run_ignite(spec: Spec, work_dir: str, variant: str) -> tuple[float, float, int]:  # noqa: ARG001
     torch, _, model, loader = make_workload(spec)
     from ignite.engine import create_supervised_trainer  # noqa: PLC0415
 
@@ -169,7 +184,7 @@ def run_ignite(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, int
     return wall, cpu, trainer.state.iteration
 
 
-def run_mmengine(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, int]:
+def run_mmengine(spec: Spec, work_dir: str, variant: str) -> tuple[float, float, int]:
     torch, data, model, _ = make_workload(spec)
     from mmengine.model import BaseModel  # noqa: PLC0415
     from mmengine.runner import Runner  # noqa: PLC0415
@@ -189,7 +204,7 @@ def run_mmengine(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, i
 
     loader = torch.utils.data.DataLoader(data, batch_size=spec.workload.batch, shuffle=True,
                                          collate_fn=collate, pin_memory=spec.cuda)
-    off = {"logger": None, "timer": None, "checkpoint": None} if lean else None
+    off = {"logger": None, "timer": None, "checkpoint": None} if variant == "lean" else None
     runner = Runner(model=Wrapped(model), work_dir=work_dir, train_dataloader=loader,
                     optim_wrapper={"optimizer": {"type": "SGD", "lr": LR}},
                     train_cfg={"by_epoch": True, "max_epochs": spec.epochs},
@@ -199,7 +214,7 @@ def run_mmengine(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, i
     return wall, cpu, runner.iter
 
 
-def run_lightning(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, int]:
+def run_lightning(spec: Spec, work_dir: str, variant: str) -> tuple[float, float, int]:
     torch, _, model, loader = make_workload(spec)
     import lightning  # noqa: PLC0415
 
@@ -222,13 +237,13 @@ def run_lightning(spec: Spec, work_dir: str, lean: bool) -> tuple[float, float, 
     trainer = lightning.Trainer(max_epochs=spec.epochs, default_root_dir=work_dir,
                                 accelerator="gpu" if spec.cuda else "cpu", devices=1,
                                 enable_progress_bar=False,
-                                log_every_n_steps=10, **(bare if lean else {}))
+                                log_every_n_steps=10, **(bare if variant == "bare" else {}))
     module = Module(model)
     wall, cpu = timed(lambda: trainer.fit(module, loader), spec)
     return wall, cpu, trainer.global_step
 
 
-RUNS: dict[str, Callable[[Spec, str, bool], tuple[float, float, int]]] = {
+RUNS: dict[str, Callable[[Spec, str, str], tuple[float, float, int]]] = {
     "plain": run_plain, "hookline": run_hookline, "ignite": run_ignite,
     "mmengine": run_mmengine, "lightning": run_lightning,
 }
@@ -240,7 +255,7 @@ def worker(name: str, spec: Spec) -> None:
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     base, _, variant = name.partition("-")
     with tempfile.TemporaryDirectory(prefix=f"bench-{base}-") as work_dir:
-        wall, cpu, iters = RUNS[base](spec, work_dir, bool(variant))
+        wall, cpu, iters = RUNS[base](spec, work_dir, variant)
     print("RESULT " + json.dumps({"name": name, "wall": wall, "cpu": cpu, "iters": iters}),
           flush=True)
 
@@ -288,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs of each contender")
     parser.add_argument("--quick", action="store_true",
-                        help="an eighth of the samples, 2 repeats, plain and hookline only (smoke test)")
+                        help="an eighth of the samples, 2 repeats, plain, hookline and "
+                             "hookline-fast-data only (smoke test)")
     parser.add_argument("--only", nargs="+", choices=CONTENDERS, help="run only these")
     parser.add_argument("--profile-hookline", action="store_true",
                         help="run hookline once with hook profiling on and print where its time "
@@ -323,9 +339,11 @@ def main(argv: list[str] | None = None) -> int:
     repeat = 2 if args.quick else args.repeat
     names = [n for n in (args.only or CONTENDERS) if available(n)]
     if args.quick and not args.only:
-        names = ["plain", "hookline"]
+        names = ["plain", "hookline", "hookline-fast-data"]
     skipped = [n for n in (args.only or CONTENDERS) if n not in names and not args.quick]
     iters = -(-samples // workload.batch) * workload.epochs
+    command = ["python", "benchmarks/runner_overhead.py", *(sys.argv[1:] if argv is None else argv)]
+    print(f"command: {' '.join(command)}")
     print(f"machine: {machine(args.device)}")
     print(f"workload: {workload.description}; {samples} samples used, {workload.epochs} epochs "
           f"= {iters} iterations on {args.device}, 1 thread; {repeat} runs each, round-robin, "
@@ -357,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
     if base_wall and "hookline" in walls:
         print(f"\nhookline / plain loop = {median(walls['hookline']) / base_wall:.3f} wall, "
               f"{median(cpus['hookline']) / base_cpu:.3f} CPU (target <= 1.05)")
+    if base_wall and "hookline-fast-data" in walls:
+        print(f"hookline-fast-data / plain loop = "
+              f"{median(walls['hookline-fast-data']) / base_wall:.3f} wall, "
+              f"{median(cpus['hookline-fast-data']) / base_cpu:.3f} CPU (target < 1.0)")
     return 0
 
 if __name__ == "__main__":

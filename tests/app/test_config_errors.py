@@ -211,6 +211,7 @@ CASES: list[tuple[str, Callable[[dict, Path], None], tuple[str, ...]]] = [
     # -- top-level values
     ("seed 'abc'", set_("seed", "abc"), ("seed", "an int")),
     ("max_epochs 0", set_("max_epochs", 0), ("max_epochs", ">= 1")),
+    ("fast_data 'no'", set_("fast_data", "no"), ("fast_data must be true or false", "'no'")),
 ]
 if not CUDA:
     CASES.append(("device cuda without CUDA", set_("device", "cuda"),
@@ -331,6 +332,7 @@ API_CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("dataloader a list", {"val_dataloader": [1, 2]}, ("val_dataloader must be a torch DataLoader",)),
     ("model the class", {"model": nn.Linear}, ("model is the class Linear",)),
     ("resume 5", {"resume": 5}, ("resume must be a checkpoint path or 'auto'",)),
+    ("fast_data 1", {"fast_data": 1}, ("fast_data must be true or false", "got 1")),
 ]
 
 

@@ -27,13 +27,15 @@ def test_train_logs_the_header_to_console_and_file_and_the_hook_table_to_the_fil
     header = [
         f"model: Net, 163 parameters (163 trainable); {runner.device}, float32",  # 6*16+16 + 16*3+3
         "data: train 60 samples, 8 batches per epoch; val 60 samples; test none",
+        "batches: train fast path (indexing a TensorDataset); val fast path (indexing a "
+        "TensorDataset); test none",
         f"work_dir: {tmp_path}",
     ]
     for text in (out, log):
         lines = text.splitlines()
         at = next(i for i, line in enumerate(lines) if "model: Net" in line)
-        assert [re.sub(TIMESTAMP, "", line) for line in lines[at:at + 3]] == header, text
-        assert all(re.match(TIMESTAMP, line) for line in lines[at:at + 3])
+        assert [re.sub(TIMESTAMP, "", line) for line in lines[at:at + 4]] == header, text
+        assert all(re.match(TIMESTAMP, line) for line in lines[at:at + 4])
         assert "Epoch(train) [1][5/8]" in text  # the header comes before the first log line
         assert text.index("model: Net") < text.index("Epoch(train)")
     assert "hooks by stage:" in log and "after_train_iter" in log
@@ -69,10 +71,12 @@ def test_sizes_that_cannot_be_known_are_said_unknown(tmp_path: Path) -> None:
                     loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=1, device="cpu",
                     train_dataloader=DataLoader([(torch.zeros(4), 0)] * 6, batch_size=2),
                     val_dataloader=DataLoader(Stream(), batch_size=2), work_dir=tmp_path)
-    model_line, data_line, _ = run_header(runner)
+    model_line, data_line, batches_line, _ = run_header(runner)
     assert model_line == "model: LazyLinear, parameters not yet known (lazy modules); cpu, float32"
     assert data_line == ("data: train 6 samples, 3 batches per epoch; val size unknown "
                          "(IterableDataset); test none")
+    assert batches_line == ("batches: train DataLoader (list has no __getitems__); val "
+                            "DataLoader (Stream is an IterableDataset); test none")
 
 
 @pytest.mark.parametrize("number, text", [

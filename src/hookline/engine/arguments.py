@@ -43,7 +43,7 @@ from .torch_args import (
     dummy_optimizer,
 )
 
-__all__ = ["check_hooks_argument", "check_runner_arguments"]
+__all__ = ["check_fast_data", "check_hooks_argument", "check_runner_arguments"]
 
 
 def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: Any = None,
@@ -51,8 +51,8 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
                            train_dataloader: Any = None, val_dataloader: Any = None,
                            test_dataloader: Any = None, hooks: Any = (),
                            default_hooks: Any = None, seed: Any = 0, device: Any = "auto",
-                           work_dir: Any = None, resume: Any = None, load_from: Any = None
-                           ) -> None:
+                           work_dir: Any = None, resume: Any = None, load_from: Any = None,
+                           fast_data: Any = True) -> None:
     """Raise :class:`ConfigError` for the first of the Runner's arguments it cannot use."""
     if isinstance(model, type):
         raise ConfigError(f"model is the class {model.__name__}; pass an instance, "
@@ -62,6 +62,7 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"seed must be an int, got {seed!r}")
     check_device(device)
+    check_fast_data(fast_data)
     if work_dir is not None and os.environ.get("RANK", "0") == "0":  # only rank 0 writes
         check_work_dir(work_dir)
     elif work_dir is not None and not isinstance(work_dir, (str, os.PathLike)):
@@ -89,6 +90,21 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
     for name, loader in (("train_dataloader", train_dataloader),
                          ("val_dataloader", val_dataloader), ("test_dataloader", test_dataloader)):
         check_dataloader(loader, name)
+
+
+def check_fast_data(value: Any, where: str = "fast_data") -> None:
+    """``fast_data`` (batches by indexing where exact) must be true or false.
+
+    Example::
+
+        >>> check_fast_data("no")
+        Traceback (most recent call last):
+        ...
+        hookline.core.errors.ConfigError: fast_data must be true or false (false: every batch ...
+    """
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false (false: every batch from the "
+                          f"DataLoader's own iterator, never by indexing), got {value!r}")
 
 
 def check_hooks_argument(hooks: Any) -> None:

@@ -26,7 +26,10 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import torch
+
 from .data import skip_batches
+from .fast_batches import iter_batches
 
 __all__ = ["LookAheadPass", "running_pass", "start_pass"]
 
@@ -35,9 +38,13 @@ _END = object()
 _RUNNING: weakref.WeakKeyDictionary[Any, weakref.ref[LookAheadPass]] = weakref.WeakKeyDictionary()
 
 
-def start_pass(loader: Iterable[Any], start: int) -> tuple[Iterator[Any], int]:
+def start_pass(loader: Iterable[Any], start: int, *, fast: bool = False,
+               device: torch.device | None = None) -> tuple[Iterator[Any], int]:
     """An iterator over ``loader`` positioned after its first ``start`` batches, and how
     many batches it moved past (fewer than ``start`` when the pass is shorter).
+
+    ``fast``: batches by indexing where that gives the DataLoader's batches
+    (:func:`~hookline.engine.fast_batches.iter_batches`; ``device``: where they go).
 
     Example::
 
@@ -46,8 +53,8 @@ def start_pass(loader: Iterable[Any], start: int) -> tuple[Iterator[Any], int]:
         ([12], 2)
     """
     if start > 0 and skip_batches(loader, start):  # type: ignore[arg-type]
-        return iter(loader), start
-    iterator = iter(loader)
+        return iter_batches(loader, enabled=fast, device=device), start
+    iterator = iter_batches(loader, enabled=fast, device=device)
     if start <= 0:
         return iterator, 0
     skipped = sum(1 for _ in itertools.islice(iterator, start))  # read and dropped

@@ -19,6 +19,7 @@ import torch
 from .base_loop import BaseLoop, note_where
 from .data import move_to
 from .evaluator import Evaluator
+from .fast_batches import iter_batches
 from .registries import LOOPS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,7 +61,9 @@ class ValLoop(BaseLoop):
         try:
             with torch.no_grad():
                 batch_idx = -1
-                for batch_idx, data_batch in enumerate(self.dataloader):
+                batches = iter_batches(self.dataloader, enabled=runner.fast_data,
+                                       device=runner.device)  # the DataLoader's, maybe faster
+                for batch_idx, data_batch in enumerate(batches):
                     self.run_iter(batch_idx, data_batch, evaluator)
                 self.num_batches = batch_idx + 1
             metrics = evaluator.compute()

@@ -7,6 +7,13 @@ process writes to the console and the file. The console handler is a
 routes console lines through ``handler.writer`` (e.g. ``tqdm.write``) so
 lines and bars never overwrite each other.
 
+The main process's logger also owns a :class:`~hookline.engine.log_writer.LogWriter`
+(:func:`writer_of`): :func:`log_queued` hands a line to it, so the caller
+pays one enqueue and the writer thread formats and writes it. A record
+logged the ordinary way (``logger.info(...)``, from any thread) first waits
+for the writer's queue, so every line keeps its order; :func:`flush_logger`
+waits too.
+
 Example::
 
     >>> import tempfile, pathlib
@@ -24,9 +31,12 @@ from __future__ import annotations
 import itertools
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
+
+from .log_writer import LogWriter
 
 _COUNTER = itertools.count()
 _CURRENT: list[logging.Logger | None] = [None]
@@ -34,6 +44,7 @@ FORMAT = "%(asctime)s - hookline - %(levelname)s - %(message)s"
 #: ``logger.info(..., extra=FILE_ONLY)``: the record goes to ``log.txt``, not the console
 FILE_ONLY = {"console": False}
 
+_TEXT = "hookline_text"  # a LogRecord attribute: (the LineFormatter, the text it made)
 #: writes one formatted console line (no newline) to the stream it is given
 ConsoleWriter = Callable[[str, IO[str]], None]
 
@@ -86,17 +97,63 @@ class ConsoleHandler(logging.StreamHandler[IO[str]]):
             self.handleError(record)
 
 
+class LineFormatter(logging.Formatter):
+    """The Runner's formatter (``FORMAT``): the file and console handlers share one, so a
+    record is formatted once for both, and the time stamp is made once per second.
+
+    Example::
+
+        >>> record = logging.makeLogRecord({"msg": "hi", "levelname": "INFO", "created": 0.0})
+        >>> formatter = LineFormatter()
+        >>> formatter.format(record) is formatter.format(record)  # the second is the first
+        True
+    """
+
+    def __init__(self) -> None:
+        super().__init__(FORMAT, datefmt="%Y/%m/%d %H:%M:%S")
+        self._stamp: tuple[int, str] = (-1, "")  # (second, its text): one tuple, thread-safe
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        second = int(record.created)
+        stamp = self._stamp
+        if stamp[0] != second:
+            stamp = self._stamp = (second, super().formatTime(record, datefmt))
+        return stamp[1]
+
+    def format(self, record: logging.LogRecord) -> str:
+        done = record.__dict__.get(_TEXT)
+        if done is not None and done[0] is self:
+            return str(done[1])
+        text = super().format(record)
+        record.__dict__[_TEXT] = (self, text)
+        return text
+
+
+class _WriterFirst(logging.Filter):
+    """The logger filter that makes a record logged the ordinary way wait for the lines
+    queued before it (on the writer thread itself it passes at once)."""
+
+    def __init__(self, writer: LogWriter) -> None:
+        super().__init__()
+        self.writer = writer
+
+    def filter(self, record: logging.LogRecord) -> bool:  # noqa: ARG002  (logging's signature)
+        self.writer.wait()
+        return True
+
+
 def make_logger(work_dir: Path | None, *, main_process: bool, console: bool = True,
                 level: int = logging.INFO) -> logging.Logger:
     """A fresh logger named ``hookline.runner.N`` writing to stdout (a
-    :class:`ConsoleHandler`) and ``log.txt``."""
+    :class:`ConsoleHandler`) and ``log.txt``, with a writer thread for :func:`log_queued`."""
     logger = logging.getLogger(f"hookline.runner.{next(_COUNTER)}")
     logger.setLevel(level)
     logger.propagate = False
     if not main_process:
         logger.addHandler(logging.NullHandler())
         return logger
-    formatter = logging.Formatter(FORMAT, datefmt="%Y/%m/%d %H:%M:%S")
+    logger.addFilter(_WriterFirst(LogWriter(f"hookline-log-writer-{logger.name}")))
+    formatter = LineFormatter()
     if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
         file_handler = logging.FileHandler(work_dir / "log.txt", encoding="utf-8")
@@ -118,6 +175,65 @@ def console_of(logger: logging.Logger) -> ConsoleHandler | None:
     return None
 
 
+def writer_of(logger: logging.Logger) -> LogWriter | None:
+    """The :class:`~hookline.engine.log_writer.LogWriter` of a Runner's ``logger``
+    (None on other ranks, or for a logger :func:`make_logger` did not make)."""
+    for log_filter in logger.filters:
+        if isinstance(log_filter, _WriterFirst):
+            return log_filter.writer
+    return None
+
+
+def log_queued(logger: logging.Logger, level: int, msg: str | Callable[[], str]) -> None:
+    """Log ``msg`` (no ``%`` arguments; or a function that returns it, called on the writer
+    thread) at ``level`` from ``logger``'s writer thread.
+
+    The caller pays the level check and one enqueue; the record is made,
+    formatted and handled (console, ``log.txt``, any other handler) on the
+    writer thread, with the time of this call as its time. Lines keep their
+    order with each other and with records logged the ordinary way. Without
+    a writer (another rank), and while the console has a ``writer`` (a
+    progress bar is open: tqdm cannot draw and close bars on one thread while
+    another writes around them), it is ``logger.log(level, msg)`` on the
+    calling thread, after the queued lines.
+
+    Example::
+
+        >>> import tempfile, pathlib
+        >>> work_dir = pathlib.Path(tempfile.mkdtemp())
+        >>> logger = make_logger(work_dir, main_process=True, console=False)
+        >>> log_queued(logger, logging.INFO, "queued")
+        >>> logger.info("direct")  # waits for "queued" first
+        >>> [line.split(" - ")[-1] for line in (work_dir / "log.txt").read_text().splitlines()]
+        ['queued', 'direct']
+        >>> close_logger(logger)
+    """
+    if not logger.isEnabledFor(level):
+        return
+    writer = writer_of(logger)
+    console = console_of(logger)
+    if writer is None or (console is not None and console.writer is not None):
+        logger.log(level, msg if isinstance(msg, str) else msg())
+    else:
+        writer.submit(_handle, logger, level, msg, time.time())
+
+
+def _handle(logger: logging.Logger, level: int, msg: str | Callable[[], str],
+            created: float) -> None:
+    text = msg if isinstance(msg, str) else msg()
+    record = logger.makeRecord(logger.name, level, "(queued)", 0, text, (), None)
+    record.created, record.msecs = created, int((created - int(created)) * 1000) + 0.0
+    logger.handle(record)
+
+
+def flush_logger(logger: logging.Logger) -> None:
+    """Wait until every line queued with :func:`log_queued` (and every call handed to the
+    logger's writer) is written; raise the first failure of such a call."""
+    writer = writer_of(logger)
+    if writer is not None:
+        writer.drain()
+
+
 def set_current_logger(logger: logging.Logger) -> None:
     """Record ``logger`` as the one of the Runner that runs now (a Runner does it)."""
     _CURRENT[0] = logger
@@ -130,7 +246,14 @@ def current_logger() -> logging.Logger | None:
 
 
 def close_logger(logger: logging.Logger) -> None:
-    """Close and detach every handler of ``logger`` (files are released)."""
+    """Write what is queued, stop the writer thread, then close and detach every handler of
+    ``logger`` (files are released)."""
+    writer = writer_of(logger)
+    if writer is not None:
+        try:
+            writer.close()
+        except Exception:  # a failed queued call: the handlers are released all the same
+            logger.exception("a queued log write failed")
     for handler in list(logger.handlers):
         handler.close()
         logger.removeHandler(handler)

@@ -125,7 +125,7 @@ class TrainLoop(BaseLoop):
         stages = hooks.stages
         data_batch = move_to(data_batch, runner.device)
         if stages["before_train_iter"]:
-            hooks.call(runner, "before_train_iter", batch_idx=batch_idx, data_batch=data_batch)
+            hooks.callers["before_train_iter"](runner, batch_idx=batch_idx, data_batch=data_batch)
         try:
             outputs = runner.train_step(data_batch, batch_in_epoch)
         except Exception as exc:
@@ -136,9 +136,15 @@ class TrainLoop(BaseLoop):
         runner.message_hub.update_many("train", outputs)
         self.state.complete_iter(batch_in_epoch, self._val_follows_iter())
         if stages["after_train_iter"]:
-            hooks.call(runner, "after_train_iter", batch_idx=batch_idx, data_batch=data_batch,
-                       outputs=outputs)
+            hooks.callers["after_train_iter"](runner, batch_idx=batch_idx, data_batch=data_batch,
+                                              outputs=outputs)
         self.state.advance_iter()
+
+    def _start_pass(self, loader: Any, start: int) -> tuple[Iterator[Any], int]:
+        """A pass over ``loader`` after its first ``start`` batches (:func:`start_pass`),
+        batched by indexing unless the Runner has ``fast_data=False``."""
+        runner = self.runner
+        return start_pass(loader, start, fast=runner.fast_data, device=runner.device)
 
     def _val_follows_iter(self) -> bool:
         """Whether validation runs right after the iteration that is ending (iteration-based)."""
@@ -243,7 +249,7 @@ class EpochBasedTrainLoop(TrainLoop):
         else:
             self._count_updates(start, length)
             if start < length:
-                iterator, _ = start_pass(loader, start)
+                iterator, _ = self._start_pass(loader, start)
                 for batch_idx, data_batch in enumerate(iterator, start):
                     self.run_iter(batch_idx, data_batch, batch_idx)
                     if runner.check_stop():
@@ -260,7 +266,7 @@ class EpochBasedTrainLoop(TrainLoop):
         """The epoch's batches from a loader without a length, read one ahead so that the
         last is known before its step runs; returns the pass's length (once read to its
         end; else more than the batches done)."""
-        iterator, skipped = start_pass(loader, start)  # a resumed epoch: read and dropped
+        iterator, skipped = self._start_pass(loader, start)  # a resumed epoch: read and dropped
         if skipped < start:
             self.runner.logger.warning(
                 "train_dataloader: epoch %d has %d batches, fewer than the %d the checkpoint "
@@ -333,7 +339,7 @@ class IterBasedTrainLoop(TrainLoop):
             else:
                 data_pass, start = divmod(self.iter, length)
                 set_epoch(loader, data_pass)
-                batches = enumerate(start_pass(loader, start)[0], start)
+                batches = enumerate(self._start_pass(loader, start)[0], start)
             for position, data_batch in batches:
                 self.run_iter(self.iter, data_batch, position)
                 if self.val_due_after_iter(self.iter):
@@ -352,7 +358,7 @@ class IterBasedTrainLoop(TrainLoop):
         while True:
             set_epoch(loader, data_pass)
             skip = self.iter - first_iter
-            iterator, skipped = start_pass(loader, skip)
+            iterator, skipped = self._start_pass(loader, skip)
             if skipped == skip:
                 break
             if skipped == 0:

@@ -29,6 +29,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -136,9 +137,14 @@ class MessageHub:
         tensors = [v for v in history if isinstance(v, torch.Tensor)]
         if not tensors:
             return sum(float(v) for v in history) / len(history)
-        if len(tensors) == len(history):  # the common case: one stack, one cast, one sync
+        if len(tensors) == len(history):  # the common case: one stack, one read (one sync)
+            if len(tensors) == 1 and tensors[0].numel() == 1:
+                return float(tensors[0].item())
             try:
-                return float(torch.stack(tensors).double().mean().item())
+                stacked = torch.stack(tensors)
+                if stacked.dim() == 1:  # scalars: an exact sum of the float32 values
+                    return math.fsum(stacked.tolist()) / len(tensors)
+                return float(stacked.double().mean().item())
             except RuntimeError:
                 pass  # shapes or devices differ: one by one below
         device = tensors[0].device

@@ -14,9 +14,10 @@ Example::
     ...                 loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=1, device="cpu",
     ...                 train_dataloader=DataLoader(data, batch_size=8),
     ...                 work_dir=tempfile.mkdtemp(), default_hooks={"logger": None})
-    >>> print("\\n".join(run_header(runner)[:2]))
+    >>> print("\\n".join(run_header(runner)[:3]))
     model: Linear, 10 parameters (10 trainable); cpu, float32
     data: train 40 samples, 5 batches per epoch; val none; test none
+    batches: train fast path (indexing a TensorDataset); val none; test none
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from torch.utils.data import IterableDataset
 
 from .amp_optim_wrapper import AmpOptimWrapper
 from .data import loader_length
+from .fast_batches import data_path
 from .logs import FILE_ONLY
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,7 +86,8 @@ def _samples(loader: Any) -> str:
 
 def run_header(runner: Runner) -> list[str]:
     """The header lines: model and parameters; device and precision; dataset sizes and
-    batches per epoch; work_dir."""
+    batches per epoch; how each loader's batches are made (the fast path or the
+    DataLoader's iterator, and why); work_dir."""
     device = str(runner.device)
     if runner.world_size > 1:
         device += f" x {runner.world_size} processes"
@@ -95,6 +98,10 @@ def run_header(runner: Runner) -> list[str]:
         f"{device}, {_precision(runner)}",
         f"data: train {_samples(runner.train_dataloader)}, {batches}; "
         f"val {_samples(runner.val_dataloader)}; test {_samples(runner.test_dataloader)}",
+        "batches: " + "; ".join(
+            f"{mode} {data_path(loader, enabled=runner.fast_data, device=runner.device).describe()}"
+            for mode, loader in (("train", runner.train_dataloader),
+                                 ("val", runner.val_dataloader), ("test", runner.test_dataloader))),
         f"work_dir: {runner.work_dir}",
     ]
 

@@ -68,6 +68,7 @@ class Runner(RunnerAttributes):
     an optimizer (object or ``{"type": "SGD", "lr": 0.1}``) or an
     ``optim_wrapper`` config, a loss function (unless the model has
     ``training_step``), dataloaders, and exactly one of ``max_epochs`` / ``max_iters``.
+    ``fast_data=False``: batches from the DataLoader's iterator, never by indexing.
     """
 
     def __init__(self, model: torch.nn.Module | Mapping[str, Any], *, optimizer: Any = None,
@@ -80,14 +81,14 @@ class Runner(RunnerAttributes):
                  work_dir: str | Path | None = None, hooks: Sequence[Hook | Mapping[str, Any]] = (),
                  default_hooks: Mapping[str, Any] | None = None, seed: int = 0,
                  device: str | torch.device = "auto", resume: str | Path | None = None,
-                 load_from: str | Path | None = None, config: Mapping[str, Any] | None = None
-                 ) -> None:
+                 load_from: str | Path | None = None, config: Mapping[str, Any] | None = None,
+                 fast_data: bool = True) -> None:
         check_runner_arguments(  # before anything is built or written
             model=model, optimizer=optimizer, optim_wrapper=optim_wrapper, loss_fn=loss_fn,
             param_scheduler=param_scheduler, train_dataloader=train_dataloader,
             val_dataloader=val_dataloader, test_dataloader=test_dataloader, hooks=hooks,
             default_hooks=default_hooks, seed=seed, device=device, work_dir=work_dir,
-            resume=resume, load_from=load_from)
+            resume=resume, load_from=load_from, fast_data=fast_data)
         if max_epochs is not None and max_iters is not None:
             raise ConfigError("give max_epochs or max_iters, not both")
         for name, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
@@ -104,6 +105,7 @@ class Runner(RunnerAttributes):
             train_loop=train_loop, work_dir=None if work_dir is None else str(work_dir),
             default_hooks=default_hooks, seed=seed))
         self.seed = seed
+        self.fast_data = fast_data  # batches by indexing where exact (docs/engine.md, fast data path)
         seed_everything(seed)
         if distributed.init_from_env(str(device)):
             destroy_at_exit(self)

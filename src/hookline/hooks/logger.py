@@ -23,10 +23,10 @@ The module also holds what every logging hook shares: :func:`log_window`
 from __future__ import annotations
 
 import datetime
-import json
+import logging
 import math
-import os
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,10 @@ from hookline.core import ConfigError
 from hookline.engine.checks import boolean, positive_int
 from hookline.engine.data import loader_length
 from hookline.engine.hook import Hook
+from hookline.engine.logs import flush_logger, log_queued, writer_of
 from hookline.engine.registries import HOOKS
+
+from .metrics_file import json_line, trim_records
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -141,10 +144,27 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _json_safe(record: dict) -> dict:
-    """NaN and infinities become null, so every line is strict JSON."""
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-            for k, v in record.items()}
+def _duration(seconds: float) -> str:
+    """``str(datetime.timedelta(seconds=int(seconds)))``, cheaper under a day: ``'0:01:05'``."""
+    whole = int(seconds)
+    if whole >= 86400:
+        return str(datetime.timedelta(seconds=whole))
+    minutes, secs = divmod(whole, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def _train_line(where: str, record: dict[str, Any], values: dict[str, float], memory: int | None,
+                eta: float | None) -> str:
+    """The text of a training log line (made on the logger's writer thread)."""
+    parts = [where] + [f"{k}: {v:.3e}" for k, v in record.items() if k.startswith("lr")]
+    if eta is not None:
+        parts.append(f"eta: {_duration(eta)}")
+    parts += [f"{k}: {values[k]:.4f}" for k in _LAST if k in values]
+    if memory is not None:
+        parts.append(f"memory: {memory}")
+    parts += [f"{k}: {_fmt(v)}" for k, v in values.items() if k not in _LAST]
+    return "  ".join(parts)
 
 
 @HOOKS.register()
@@ -158,6 +178,13 @@ class LoggerHook(Hook):
     The ETA is the average wall time per iteration since training (re)started
     times the iterations left. Only the main process writes.
 
+    The training thread only builds each record and line and queues them:
+    the logger's writer thread (:func:`hookline.engine.logs.log_queued`)
+    formats and writes them, in order. The queue is drained at the end of
+    each epoch, before a checkpoint is saved and when the run ends (normally,
+    by an exception or a signal); a SIGKILL loses at most what was queued
+    since (docs/logging.md).
+
     ``metrics.jsonl`` is appended to. When a run resumes, records the
     interrupted run wrote *after* the checkpoint (iterations that will run
     again) are dropped first, so the file reads as one run. NaN and infinite
@@ -170,6 +197,8 @@ class LoggerHook(Hook):
             whole run as ``Iter(train) [iter/max_iters]``.
         ignore_last: skip the last, shorter group of an epoch (or of the run).
         out_file: name of the JSON-lines file in ``work_dir`` (None: no file).
+        background: write lines and records on the logger's writer thread (True,
+            the default) or on the training thread (False); see docs/logging.md.
 
     Example::
 
@@ -183,7 +212,7 @@ class LoggerHook(Hook):
     priority = "BELOW_NORMAL"
 
     def __init__(self, interval: int = 10, by_epoch: bool = True, ignore_last: bool = False,
-                 out_file: str | None = "metrics.jsonl") -> None:
+                 out_file: str | None = "metrics.jsonl", background: bool = True) -> None:
         self.interval: int = positive_int(interval, "interval", owner="LoggerHook")
         if out_file is not None and (not isinstance(out_file, str) or not out_file
                                      or Path(out_file).name != out_file):
@@ -192,8 +221,10 @@ class LoggerHook(Hook):
         self.by_epoch = boolean(by_epoch, "by_epoch", owner="LoggerHook")
         self.ignore_last = boolean(ignore_last, "ignore_last", owner="LoggerHook")
         self.out_file = out_file
+        self.background = boolean(background, "background", owner="LoggerHook")
         self._stream: Any = None
         self._start: tuple[float, int] | None = None
+        self._path: tuple[Path, Path] | None = None  # (work_dir, its out_file)
 
     def __repr__(self) -> str:
         return f"LoggerHook(interval={self.interval}, by_epoch={self.by_epoch})"
@@ -201,6 +232,9 @@ class LoggerHook(Hook):
     # -- files --------------------------------------------------------------------
     def before_run(self, runner: Runner) -> None:
         runner.message_hub.window = max(runner.message_hub.window, self.interval)
+        writer = writer_of(runner.logger)
+        if writer is not None:
+            writer.background = self.background
 
     def before_train(self, runner: Runner) -> None:
         self._start = (time.perf_counter(), runner.iter)
@@ -210,24 +244,53 @@ class LoggerHook(Hook):
                 runner.logger.info("%s: dropped %d record(s) written after iteration %d by "
                                    "the interrupted run", self.out_file, dropped, runner.iter)
 
+    def after_train_epoch(self, runner: Runner) -> None:
+        flush_logger(runner.logger)  # an epoch's lines and records are on disk at its end
+
+    def before_save_checkpoint(self, runner: Runner, checkpoint: dict) -> None:
+        flush_logger(runner.logger)  # every record up to the checkpoint is on disk before it
+
+    def before_val_epoch(self, runner: Runner) -> None:
+        flush_logger(runner.logger)  # nothing queued is written while a progress bar opens
+
+    before_test_epoch = before_val_epoch
+
     def after_run(self, runner: Runner) -> None:
-        self._close()
+        self._close(runner)
 
     def on_exception(self, runner: Runner, exception: BaseException) -> None:
-        self._close()
+        self._close(runner)
 
-    def _close(self) -> None:
-        if self._stream is not None:
-            self._stream.close()
-            self._stream = None
+    def _close(self, runner: Runner) -> None:
+        """Drain the writer (a failed queued write is raised here), stop its thread, close
+        the file."""
+        writer = writer_of(runner.logger)
+        try:
+            if writer is not None:
+                writer.close()  # a new run's first line starts it again
+        finally:
+            if self._stream is not None:
+                self._stream.close()
+                self._stream = None
 
     def _write(self, runner: Runner, record: dict) -> None:
+        """Queue ``record`` for ``out_file`` on the logger's writer thread."""
         if not runner.is_main_process or self.out_file is None:
             return
+        if self._path is None or self._path[0] is not runner.work_dir:
+            self._path = (runner.work_dir, runner.work_dir / self.out_file)
+        path = self._path[1]
+        writer = writer_of(runner.logger)
+        if writer is None:
+            self._append(path, record)
+        else:
+            writer.submit(self._append, path, record)
+
+    def _append(self, path: Path, record: dict) -> None:
         if self._stream is None:
-            runner.work_dir.mkdir(parents=True, exist_ok=True)
-            self._stream = open(runner.work_dir / self.out_file, "a", encoding="utf-8")  # noqa: SIM115
-        self._stream.write(json.dumps(_json_safe(record)) + "\n")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._stream = open(path, "a", encoding="utf-8")  # noqa: SIM115
+        self._stream.write(json_line(record))
         self._stream.flush()
 
     # -- training -----------------------------------------------------------------
@@ -248,18 +311,14 @@ class LoggerHook(Hook):
             where = f"Epoch(train) [{runner.epoch + 1}][{_of(batch_idx + 1, epoch_length(runner))}]"
         else:
             where = f"Iter(train) [{_of(runner.iter + 1, total_train_iters(runner))}]"
-        parts = [where] + [f"{k}: {v:.3e}" for k, v in record.items() if k.startswith("lr")]
-        eta = self._eta(runner)
-        if eta is not None:
-            parts.append(f"eta: {eta}")
-        parts += [f"{k}: {values[k]:.4f}" for k in _LAST if k in values]
-        if memory is not None:
-            parts.append(f"memory: {memory}")
-        parts += [f"{k}: {_fmt(v)}" for k, v in values.items() if k not in _LAST]
-        runner.logger.info("  ".join(parts))
-        self._write(runner, record)
+        snapshot = dict(record)  # what is queued: another hook may change the published record
+        log_queued(runner.logger, logging.INFO,
+                   partial(_train_line, where, snapshot, values, memory, self._eta(runner)))
+        self._write(runner, snapshot)
 
-    def _eta(self, runner: Runner) -> str | None:
+    def _eta(self, runner: Runner) -> float | None:
+        """Seconds left: the mean time per iteration since training (re)started times the
+        iterations left (None: unknown)."""
         if self._start is None:
             return None
         started, first_iter = self._start
@@ -270,8 +329,7 @@ class LoggerHook(Hook):
         if total is None:  # a run of unknown length: no ETA until a pass has ended
             return None
         remaining = max(total - runner.iter - 1, 0)
-        seconds = (time.perf_counter() - started) / done * remaining
-        return str(datetime.timedelta(seconds=int(seconds)))
+        return (time.perf_counter() - started) / done * remaining
 
     @staticmethod
     def _memory_mb(runner: Runner) -> int | None:
@@ -307,38 +365,12 @@ class LoggerHook(Hook):
         weights = runner.message_hub.info.get(EVAL_WEIGHTS_KEY)
         named = isinstance(weights, str) and bool(weights)
         tag = [f"({str(weights).upper()} weights)"] if named else []  # e.g. "(EMA weights)"
-        runner.logger.info("  ".join([where, *tag] + [f"{k}: {_fmt(v)}" for k, v in ordered.items()]))
+        log_queued(runner.logger, logging.INFO,
+                   "  ".join([where, *tag] + [f"{k}: {_fmt(v)}" for k, v in ordered.items()]))
         record: dict[str, Any] = {"mode": mode, "epoch": runner.epoch, "iter": runner.iter}
         if named:
             record["weights"] = weights
         self._write(runner, {**record, **ordered})
-
-
-def trim_records(path: Path, last_iter: int) -> int:
-    """Drop the records of ``path`` (a metrics.jsonl) with ``iter > last_iter``, and a torn
-    last line; rewrites the file atomically. Returns how many lines were dropped."""
-    if not path.is_file():
-        return 0
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    kept = []
-    for number, line in enumerate(lines):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            if number == len(lines) - 1:
-                continue  # a write cut short by the crash
-            kept.append(line)
-            continue
-        if isinstance(record, dict) and isinstance(record.get("iter"), int) \
-                and record["iter"] > last_iter:
-            continue
-        kept.append(line if line.endswith("\n") else line + "\n")
-    dropped = len(lines) - len(kept)
-    if dropped:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(kept), encoding="utf-8")
-        os.replace(tmp, path)
-    return dropped
 
 
 @HOOKS.register()

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hookline.core import ConfigError
-from hookline.engine.arguments import check_hooks_argument
+from hookline.engine.arguments import check_fast_data, check_hooks_argument
 from hookline.engine.checks import positive_int
 from hookline.engine.default_hooks import DEFAULT_HOOKS, LEGACY_DEFAULT_HOOKS, check_default_hooks
 from hookline.engine.environment import check_device, check_work_dir
@@ -196,6 +196,10 @@ def _int(value: Any, where: str, _cfg: Mapping) -> None:
         raise ConfigError(f"{where} must be an int, got {value!r}")
 
 
+def _fast_data(value: Any, where: str, _cfg: Mapping) -> None:
+    check_fast_data(value, where)
+
+
 def _checkpoint_path(value: Any, where: str, _cfg: Mapping) -> None:
     if value is None or (where == "resume" and value == "auto"):
         return
@@ -240,4 +244,5 @@ CHECKS: dict[str, Callable[[Any, str, Mapping], None]] = {
     "resume": _checkpoint_path,
     "load_from": _checkpoint_path,
     "work_dir": _work_dir,
+    "fast_data": _fast_data,
 }
