@@ -50,6 +50,7 @@ $(BENCH_STAMP): pyproject.toml constraints.txt
 
 bench: $(BENCH_STAMP)
 	$(BENCH_PY) benchmarks/dispatch.py
+	$(BENCH_PY) benchmarks/dispatch_scaling.py
 	$(BENCH_PY) benchmarks/runner_overhead.py
 
 clean:
