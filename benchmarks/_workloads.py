@@ -63,3 +63,28 @@ def build_model(torch, workload: Workload):
         cin = cout
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)]
     return nn.Sequential(*layers)
+
+
+def lightning_classifier(net, lr: float):
+    """``net`` as a LightningModule, written the way Lightning's docs write one: a
+    cross-entropy ``training_step`` that ``self.log``s the loss, SGD at ``lr``
+    (lightning and torch are imported here: only worker processes call this)."""
+    import lightning  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+
+    class Classifier(lightning.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = net
+            self.loss_fn = torch.nn.CrossEntropyLoss()
+
+        def training_step(self, batch, batch_idx):  # noqa: ARG002 - Lightning's signature
+            inputs, targets = batch
+            loss = self.loss_fn(self.net(inputs), targets)
+            self.log("loss", loss)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=lr)
+
+    return Classifier()

@@ -45,6 +45,7 @@ import warnings
 from pathlib import Path
 
 from _subprocess import importable, machine_line, report, run_worker, version
+from _workloads import lightning_classifier
 
 SAMPLES, BATCH, FEATURES = 1_000_000, 32, 32
 ITERS = SAMPLES // BATCH  # 31,250
@@ -200,21 +201,6 @@ def run_lightning(folder: Path, resume: Path | None, recorder_args) -> Recorder:
     dataset_cls, net = make_data(torch)
     recorder = Recorder(dataset_cls, *recorder_args)
 
-    class Module(lightning.LightningModule):
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = net
-            self.loss_fn = torch.nn.CrossEntropyLoss()
-
-        def training_step(self, batch, batch_idx):  # noqa: ARG002 - Lightning's signature
-            inputs, targets = batch
-            loss = self.loss_fn(self.net(inputs), targets)
-            self.log("loss", loss)
-            return loss
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=LR)
-
     class Probe(lightning.Callback):
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):  # noqa: ARG002
             if recorder.step(batch_idx, batch[0]) and recorder.stop_after is None:
@@ -230,7 +216,8 @@ def run_lightning(folder: Path, resume: Path | None, recorder_args) -> Recorder:
     loader = torch.utils.data.DataLoader(dataset_cls(), batch_size=BATCH, shuffle=True)
     recorder.begin()
     try:
-        trainer.fit(Module(), loader, ckpt_path=None if resume is None else str(resume))
+        trainer.fit(lightning_classifier(net, LR), loader,
+                    ckpt_path=None if resume is None else str(resume))
     except Finished:
         pass
     return recorder

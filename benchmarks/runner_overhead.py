@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from _machine import cpu_model  # benchmarks/ is on sys.path when a script here runs
-from _workloads import WORKLOADS, Workload, build_model
+from _workloads import WORKLOADS, Workload, build_model, lightning_classifier
 
 LR = 0.01
 CONTENDERS = ("plain", "plain-prebatched", "hookline", "hookline-fast-data", "hookline-lean",
@@ -218,27 +218,12 @@ def run_lightning(spec: Spec, work_dir: str, variant: str) -> tuple[float, float
     torch, _, model, loader = make_workload(spec)
     import lightning  # noqa: PLC0415
 
-    class Module(lightning.LightningModule):
-        def __init__(self, net):
-            super().__init__()
-            self.net = net
-            self.loss_fn = torch.nn.CrossEntropyLoss()
-
-        def training_step(self, batch, batch_idx):  # noqa: ARG002 - Lightning's signature
-            inputs, targets = batch
-            loss = self.loss_fn(self.net(inputs), targets)
-            self.log("loss", loss)
-            return loss
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=LR)
-
     bare = {"logger": False, "enable_checkpointing": False, "enable_model_summary": False}
     trainer = lightning.Trainer(max_epochs=spec.epochs, default_root_dir=work_dir,
                                 accelerator="gpu" if spec.cuda else "cpu", devices=1,
                                 enable_progress_bar=False,
                                 log_every_n_steps=10, **(bare if variant == "bare" else {}))
-    module = Module(model)
+    module = lightning_classifier(model, LR)
     wall, cpu = timed(lambda: trainer.fit(module, loader), spec)
     return wall, cpu, trainer.global_step
 
