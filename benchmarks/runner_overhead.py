@@ -111,13 +111,38 @@ def make_workload(spec: Spec):
 
 def timed(train: Callable[[], object], spec: Spec) -> tuple[float, float]:
     """(wall seconds, process CPU seconds) of ``train()``; on CUDA, until the GPU is done."""
+    started_us = int(time.time() * 1e6)
     wall, cpu = time.perf_counter(), time.process_time()
     train()
     if spec.cuda:
         import torch  # noqa: PLC0415
 
         torch.cuda.synchronize()
-    return time.perf_counter() - wall, time.process_time() - cpu
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if spec.cuda:
+        GPU_BUSY.append(gpu_utilisation(spec.device, started_us))
+    return wall, cpu
+
+
+GPU_BUSY: list[float | None] = []  # the worker's reading of the GPU's utilisation, if any
+
+
+def gpu_utilisation(device: str, since_us: int) -> float | None:
+    """The mean of the GPU-utilisation samples NVML took since ``since_us`` (percent of
+    time a kernel ran), read after the timed span so that nothing polls during it; None
+    where NVML (the ``nvidia-ml-py`` package) is missing or keeps no samples."""
+    try:
+        import pynvml  # noqa: PLC0415
+
+        pynvml.nvmlInit()
+        index = int(device.partition(":")[2] or 0)
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        _, samples = pynvml.nvmlDeviceGetSamples(handle, pynvml.NVML_GPU_UTILIZATION_SAMPLES,
+                                                 since_us)
+        values = [s.sampleValue.uiVal for s in samples if s.timeStamp >= since_us]
+        return statistics.mean(values) if values else None
+    except Exception:  # a missing reading leaves the column empty
+        return None
 
 
 # The runners share one signature (RUNS): not every one uses each argument. ``variant`` is
@@ -241,8 +266,9 @@ def worker(name: str, spec: Spec) -> None:
     base, _, variant = name.partition("-")
     with tempfile.TemporaryDirectory(prefix=f"bench-{base}-") as work_dir:
         wall, cpu, iters = RUNS[base](spec, work_dir, variant)
-    print("RESULT " + json.dumps({"name": name, "wall": wall, "cpu": cpu, "iters": iters}),
-          flush=True)
+    busy = GPU_BUSY[-1] if GPU_BUSY else None
+    print("RESULT " + json.dumps({"name": name, "wall": wall, "cpu": cpu, "iters": iters,
+                                  "gpu_util": busy}), flush=True)
 
 
 # -- the driver ---------------------------------------------------------------------------------
@@ -337,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not installed, skipped: {', '.join(skipped)}")
     walls: dict[str, list[float]] = {n: [] for n in names}
     cpus: dict[str, list[float]] = {n: [] for n in names}
+    busy: dict[str, list[float]] = {n: [] for n in names}  # NVML GPU utilisation, CUDA only
     for r in range(repeat):
         for name in (names if r % 2 == 0 else names[::-1]):
             result = run_once(name, spec)
@@ -344,19 +371,24 @@ def main(argv: list[str] | None = None) -> int:
                 raise RuntimeError(f"{name} ran {result['iters']} iterations, not {iters}")
             walls[name].append(result["wall"])
             cpus[name].append(result["cpu"])
+            if result.get("gpu_util") is not None:
+                busy[name].append(result["gpu_util"])
             print(f"  run {r + 1}/{repeat} {name:<15} wall {result['wall']:.3f} s  "
                   f"cpu {result['cpu']:.3f} s", flush=True)
     median = statistics.median
     base_wall = median(walls["plain"]) if "plain" in walls else None
     base_cpu = median(cpus["plain"]) if "plain" in cpus else None
+    gpu = any(busy.values())
     print("\n| contender | version | wall median s | wall min s | CPU median s | us / iter "
-          "| x plain (wall) | x plain (CPU) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| overhead us / iter | x plain (wall) | x plain (CPU) |" + (" GPU util % |" if gpu else ""))
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if gpu else ""))
     for name in names:
         wall, cpu = median(walls[name]), median(cpus[name])
         ratios = (f"{wall / base_wall:.3f} | {cpu / base_cpu:.3f}" if base_wall else "- | -")
+        over = f"{(wall - base_wall) / iters * 1e6:+.0f}" if base_wall else "-"
+        util = (f" {median(busy[name]):.0f} |" if busy[name] else " - |") if gpu else ""
         print(f"| {name} | {version(name)} | {wall:.3f} | {min(walls[name]):.3f} | {cpu:.3f} | "
-              f"{wall / iters * 1e6:.0f} | {ratios} |")
+              f"{wall / iters * 1e6:.0f} | {over} | {ratios} |{util}")
     if base_wall and "hookline" in walls:
         print(f"\nhookline / plain loop = {median(walls['hookline']) / base_wall:.3f} wall, "
               f"{median(cpus['hookline']) / base_cpu:.3f} CPU (target <= 1.05)")
