@@ -7,6 +7,7 @@ import io
 import logging
 import os
 import pickle
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -451,6 +452,24 @@ def test_a_failed_background_write_skips_the_deletions_queued_after_it(tmp_path:
     writer.remove(keep)  # after the failure was reported, the writer works again
     writer.flush()
     assert not keep.exists()
+
+
+def writer_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "hookline-checkpoints"}
+
+
+def test_close_writes_everything_and_ends_the_thread(tmp_path: Path) -> None:
+    before = writer_threads()
+    writer = CheckpointWriter()
+    writer.write(tmp_path / "epoch_1.pth", serialize(make_ckpt(1)))
+    assert writer_threads() - before  # writing runs on a thread of its own
+    writer.close()
+    assert load_checkpoint_file(tmp_path / "epoch_1.pth")["meta"]["iter"] == 1
+    assert writer_threads() <= before
+    writer.write(tmp_path / "epoch_2.pth", serialize(make_ckpt(2)))  # a new thread starts
+    writer.close()
+    assert read_latest(tmp_path) == tmp_path / "epoch_2.pth"
+    writer.close()  # nothing running: nothing to do
 
 
 def test_a_large_checkpoint_is_hashed_while_it_is_written(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 
 import pytest
 import torch
@@ -45,6 +46,22 @@ def test_stage_order_of_a_training_run(tmp_path):
     assert calls.count("before_save_checkpoint") == 1
     assert calls[-5:] == ["after_val_epoch", "after_val", "before_save_checkpoint",
                           "after_train", "after_run"]
+
+
+def test_a_finished_run_leaves_no_checkpoint_thread_behind(tmp_path):
+    """Runners made one after another (a notebook, a sweep) do not pile up writer threads."""
+    def writer_threads():
+        return {t for t in threading.enumerate() if t.name == "hookline-checkpoints"}
+
+    before = writer_threads()
+    for run in range(3):
+        runner = make_runner(tmp_path / str(run), max_epochs=1)
+        runner.train()
+        assert (tmp_path / str(run) / "epoch_1.pth").exists()
+        assert writer_threads() <= before
+    runner.save_checkpoint("again.pth")  # the same Runner still writes checkpoints afterwards
+    runner.flush_checkpoints()
+    assert (tmp_path / "2" / "again.pth").exists()
 
 
 def test_hooks_run_by_priority_defaults_first_on_ties(tmp_path):

@@ -224,7 +224,10 @@ def move_to(batch: Any, device: torch.device) -> Any:
     """
     cls = type(batch)
     if cls is tuple or cls is list:
-        return cls([move_to(v, device) for v in batch])
+        for value in batch:
+            if type(value) is not torch.Tensor or value.device != device:
+                return cls([move_to(v, device) for v in batch])
+        return batch  # tensors already there (a CPU run, a loader that moved them): as is
     if isinstance(batch, torch.Tensor):
         return batch if batch.device == device else batch.to(device, non_blocking=True)
     if isinstance(batch, Mapping):

@@ -57,6 +57,7 @@ class TrainLoop(BaseLoop):
         self.val_interval = positive_int(val_interval, "val_interval")
         self._pass: LookAheadPass | None = None  # the pass over a loader without a length
         self._seen_length: int | None = None  # batches in the latest full pass over such a loader
+        self._sized_pass_length: int | None = None  # len() of the sized loader of the running pass
 
     # -- MMEngine's attributes -------------------------------------------------------------
     @property
@@ -84,6 +85,9 @@ class TrainLoop(BaseLoop):
         """Batches in one pass over the current dataloader. For a loader without a length:
         the current pass's once its last batch is read (one batch ahead), else the latest
         full pass's (at least the batches read so far); None before a pass has ended."""
+        length = self._sized_pass_length  # read every iteration by the loggers: no len() then
+        if length is not None:
+            return length
         length = loader_length(self.dataloader)
         if length is not None:
             return length
@@ -250,10 +254,14 @@ class EpochBasedTrainLoop(TrainLoop):
             self._count_updates(start, length)
             if start < length:
                 iterator, _ = self._start_pass(loader, start)
-                for batch_idx, data_batch in enumerate(iterator, start):
-                    self.run_iter(batch_idx, data_batch, batch_idx)
-                    if runner.check_stop():
-                        break
+                self._sized_pass_length = length
+                try:
+                    for batch_idx, data_batch in enumerate(iterator, start):
+                        self.run_iter(batch_idx, data_batch, batch_idx)
+                        if runner.check_stop():
+                            break
+                finally:
+                    self._sized_pass_length = None
         if self.stop_training and state.batch < length:
             return False
         state.complete_epoch(self.val_due_after_epoch(self.epoch + 1))

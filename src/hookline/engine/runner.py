@@ -313,10 +313,10 @@ class Runner(RunnerAttributes):
         self.hooks.call(self, "before_run")
         try:
             yield
-            self.checkpoint_writer.flush()
+            self.checkpoint_writer.close()  # everything written; no thread left behind
         except BaseException as exc:
             try:
-                self.checkpoint_writer.flush()
+                self.checkpoint_writer.close()
             except CheckpointError as error:  # the original error matters more; still say it
                 self.logger.error("%s", error)
             except Exception:

@@ -61,15 +61,13 @@ def log_window(runner: Runner, batch_idx: int, interval: int, by_epoch: bool = T
     ``ignore_last``) or of the whole run (plus the run's last iteration).
     Called from ``after_train_iter``, before ``runner.iter`` advances.
     """
-    if by_epoch and runner.by_epoch:
-        done = batch_idx + 1
-        at_end = not ignore_last and done == epoch_length(runner)
-    else:
-        done = runner.iter + 1
-        at_end = not ignore_last and done == total_train_iters(runner)
+    per_epoch = by_epoch and runner.by_epoch
+    done = batch_idx + 1 if per_epoch else runner.iter + 1
     if done % interval == 0:
         return interval
-    if at_end:
+    if ignore_last:
+        return None
+    if done == (epoch_length(runner) if per_epoch else total_train_iters(runner)):
         return (done - 1) % interval + 1
     return None
 

@@ -19,6 +19,7 @@ Example::
     >>> writer.write(folder / "a.pth", serialize({"w": torch.ones(2)}))
     >>> writer.flush(); sorted(p.name for p in folder.iterdir())
     ['a.pth', 'latest']
+    >>> writer.close()  # flush, and end the thread
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ from typing import Any
 
 from .atomic import write_checkpoint
 from .errors import CheckpointError
+
+
+def _STOP() -> None:
+    """The job that ends the writer thread (see :meth:`CheckpointWriter.close`)."""
 
 
 class CheckpointWriter:
@@ -63,6 +68,9 @@ class CheckpointWriter:
     def _run(self) -> None:
         while True:
             job = self._jobs.get()
+            if job is _STOP:
+                self._jobs.task_done()
+                return
             try:
                 if self._error is None:  # after a failure, later jobs (deletions) are skipped
                     job()
@@ -76,6 +84,20 @@ class CheckpointWriter:
         if self._thread is not None:
             self._jobs.join()
         self._raise_pending()
+
+    def close(self) -> None:
+        """:meth:`flush`, then end the thread (the next write starts a new one), so that a
+        finished run leaves no thread behind; re-raises the first failure as flush does."""
+        thread = self._thread
+        if thread is None:
+            return
+        try:
+            self.flush()
+        finally:
+            if thread.is_alive():
+                self._jobs.put(_STOP)
+                thread.join()
+            self._thread = None
 
     def _raise_pending(self) -> None:
         if self._error is None:
