@@ -86,3 +86,11 @@ def test_unknown_counts_instead_of_listing_many_names():
 )
 def test_closest_names(name, choices, expected):
     assert closest_names(name, choices) == expected
+
+
+def test_brief_shows_small_values_whole_and_names_big_ones():
+    assert ConfigError.brief({"type": "SGD", "lr": 0.01}) == "{'type': 'SGD', 'lr': 0.01}"
+    assert ConfigError.brief("abc") == "'abc'"
+    big = ConfigError.brief([list(range(100))] * 1000)
+    assert big.startswith("list [[0, 1, 2") and big.endswith("...]") and len(big) < 200
+    assert "\n" not in ConfigError.brief(["line\n" * 50])

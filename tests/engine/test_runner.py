@@ -368,3 +368,19 @@ def test_build_dataloader_builds_a_sharded_loader_from_a_config():
     assert len(loader) == 3 and isinstance(loader.sampler, EpochSampler)
     with pytest.raises(ConfigError, match="dataset"):
         Runner.build_dataloader({"batch_size": 4})
+
+
+def test_a_list_of_batches_is_named_not_printed_with_the_fix(tmp_path):
+    torch.manual_seed(0)
+    batches = [(torch.randn(32, 6), torch.randint(0, 3, (32,))) for _ in range(64)]
+    with pytest.raises(ConfigError) as info:
+        Runner(Net(), optimizer={"type": "SGD", "lr": 0.1}, loss_fn=torch.nn.CrossEntropyLoss(),
+               max_epochs=1, train_dataloader=batches, work_dir=tmp_path)
+    message = str(info.value)
+    assert "train_dataloader" in message and "got list [(tensor(" in message
+    assert "DataLoader(batches, batch_size=None)" in message and len(message) < 500
+    runner = Runner(Net(), optimizer={"type": "SGD", "lr": 0.1}, max_epochs=1, work_dir=tmp_path,
+                    loss_fn=torch.nn.CrossEntropyLoss(),
+                    train_dataloader=DataLoader(batches, batch_size=None))  # the fix it names
+    runner.train()
+    assert runner.iter == 64

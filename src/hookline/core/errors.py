@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 import difflib
+import reprlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,6 +34,27 @@ def closest_names(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     return found
 
 
+class _BriefRepr(reprlib.Repr):
+    """``reprlib`` limits (a bounded amount of work on a huge value), dicts in their order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxtuple, self.maxdict = 3, 6, 6, 8
+        self.maxstring, self.maxother = 80, 80
+
+    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        items = [f"{self.repr1(k, level - 1)}: {self.repr1(v, level - 1)}"
+                 for k, v in list(x.items())[:self.maxdict]]
+        return "{" + ", ".join(items) + (", ...}" if len(x) > self.maxdict else "}")
+
+
+_BRIEF, _BRIEF_CHARS = _BriefRepr(), 160
+
+
 class ConfigError(ValueError):
     """A configuration, name or argument that hookline cannot accept.
 
@@ -48,6 +70,24 @@ class ConfigError(ValueError):
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         listing = ", ".join(accepted) if len(accepted) <= 30 else f"{len(accepted)} names"
         return cls(f"unknown {what} {name!r}{hint} (accepted: {listing})")
+
+    @staticmethod
+    def brief(value: Any) -> str:
+        """``repr(value)`` cut to a readable length, for saying what was given: a list of
+        tensor batches passed where a config was expected is named, not printed whole.
+
+        Example::
+
+            >>> ConfigError.brief({"type": "SGD", "lr": 0.01})
+            "{'type': 'SGD', 'lr': 0.01}"
+            >>> ConfigError.brief(list(range(1000)))
+            'list [0, 1, 2, 3, 4, 5, ...]'
+        """
+        text = " ".join(_BRIEF.repr(value).split())
+        if "..." not in text and len(text) <= _BRIEF_CHARS:
+            return text
+        cut = text if len(text) <= _BRIEF_CHARS else text[:_BRIEF_CHARS] + " ..."
+        return f"{type(value).__name__} {cut}"
 
 
 def qualified_name(obj: Any) -> str:

@@ -208,7 +208,7 @@ def check_optimizer(spec: Any, where: str = "optimizer") -> torch.optim.Optimize
                           "Runner fills them in")
     if not isinstance(spec, Mapping):
         raise ConfigError(f"{where} must be a torch.optim.Optimizer or a config such as "
-                          f"{{'type': 'SGD', 'lr': 0.01}}, got {spec!r}")
+                          f"{{'type': 'SGD', 'lr': 0.01}}, got {ConfigError.brief(spec)}")
     target = _resolve(OPTIMIZERS, spec, where, "{'type': 'SGD', 'lr': 0.01}")
     label = _label(target, spec["type"])
     kwargs = {k: v for k, v in spec.items() if k != "type"}
@@ -250,7 +250,7 @@ def _check_scheduler(item: Any, optimizer: torch.optim.Optimizer, where: str) ->
     if not isinstance(item, Mapping):
         if isinstance(item, (str, int, float, bool, list)) or not hasattr(item, "step"):
             raise ConfigError(f"{where} must be a scheduler or a config such as "
-                              f"{{'type': 'StepLR', 'step_size': 10}}, got {item!r}")
+                              f"{{'type': 'StepLR', 'step_size': 10}}, got {ConfigError.brief(item)}")
         return item
     target = _resolve(PARAM_SCHEDULERS, item, where, "{'type': 'StepLR', 'step_size': 10}")
     label = _label(target, item["type"])
@@ -315,11 +315,11 @@ def check_loss(spec: Any, where: str = "loss_fn") -> None:
         hint = f"; did you mean {{'type': '{close[0]}'}}?" if close else ""
         raise ConfigError(f"{where} must be a callable (e.g. torch.nn.CrossEntropyLoss()) or a "
                           f"config such as {{'type': 'CrossEntropyLoss'}}, got the string "
-                          f"{spec!r}{hint}")
+                          f"{ConfigError.brief(spec)}{hint}")
     if not isinstance(spec, Mapping):
         if not callable(spec):
             raise ConfigError(f"{where} must be a callable loss(preds, targets) or a config "
-                              f"such as {{'type': 'CrossEntropyLoss'}}, got {spec!r}")
+                              f"such as {{'type': 'CrossEntropyLoss'}}, got {ConfigError.brief(spec)}")
         return
     target = _resolve(LOSSES, spec, where, "{'type': 'CrossEntropyLoss'}")
     label = _label(target, spec["type"])
@@ -375,8 +375,11 @@ def check_dataloader(spec: Any, where: str, *, datasets: Registry | None = None)
     if spec is None or isinstance(spec, DataLoader):
         return
     if not isinstance(spec, Mapping):
-        raise ConfigError(f"{where} must be a torch DataLoader or a config such as "
-                          f"{{dataset: {{type: ...}}, batch_size: 32, shuffle: true}}, got {spec!r}")
+        hint = ("; for batches already made, pass DataLoader(batches, batch_size=None)"
+                if isinstance(spec, (list, tuple)) else "")
+        raise ConfigError(f"{where} must be a torch DataLoader or a config such as {{dataset: "
+                          f"{{type: ...}}, batch_size: 32, shuffle: true}}, got "
+                          f"{ConfigError.brief(spec)}{hint}")
     accepted = ("dataset", *DATALOADER_KEYS)
     for key in spec:
         if key not in accepted:
