@@ -27,6 +27,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["TestLoop", "ValLoop"]
 
+#: mode -> (its before-iteration stage, its after-iteration stage)
+_ITER_STAGES = {mode: (f"before_{mode}_iter", f"after_{mode}_iter") for mode in ("val", "test")}
+
 
 @LOOPS.register()
 class ValLoop(BaseLoop):
@@ -86,16 +89,20 @@ class ValLoop(BaseLoop):
         runner, mode = self.runner, self.mode
         if evaluator is None:
             evaluator = self.evaluator
+        hooks = runner.hooks
+        before, after = _ITER_STAGES[mode]
         data_batch = move_to(data_batch, runner.device)
-        runner.hooks.call(runner, f"before_{mode}_iter", batch_idx=batch_idx, data_batch=data_batch)
+        if hooks.stages[before]:
+            hooks.callers[before](runner, batch_idx=batch_idx, data_batch=data_batch)
         try:
             outputs = runner.eval_step(data_batch, mode, batch_idx)
         except Exception as exc:
             note_where(exc, f"hookline: raised in the {mode} step of batch {batch_idx}")
             raise
         evaluator.process(outputs)
-        runner.hooks.call(runner, f"after_{mode}_iter", batch_idx=batch_idx, data_batch=data_batch,
-                          outputs=outputs)
+        if hooks.stages[after]:
+            hooks.callers[after](runner, batch_idx=batch_idx, data_batch=data_batch,
+                                 outputs=outputs)
 
 
 @LOOPS.register()
