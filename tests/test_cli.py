@@ -108,7 +108,7 @@ def test_help_of_every_command(tmp_path, capsys):
     assert main([]) == 2 and "required: COMMAND" in capsys.readouterr().err
 
 
-def test_hooks_lists_every_registered_hook(tmp_path):
+def test_hooks_lists_every_registered_hook(tmp_path, capsys):
     result = hookline("hooks", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     names = [n for n, cls in HOOKS.items() if getattr(cls, "__module__", "").startswith("hookline.")]
@@ -116,8 +116,9 @@ def test_hooks_lists_every_registered_hook(tmp_path):
     for name in names:
         assert f"\n{name}  [" in result.stdout
     assert "CheckpointHook  [VERY_LOW (90)]" in result.stdout
-    markdown = hookline("hooks", "--markdown", cwd=tmp_path)
-    assert markdown.stdout.startswith("| hook | priority | stages | arguments |")
+    # the same command in-process (no second process start) for its --markdown table
+    assert main(["hooks", "--markdown"]) == 0
+    assert capsys.readouterr().out.startswith("| hook | priority | stages | arguments |")
 
 
 def test_hooks_config_prints_the_run_hook_table_without_training(project):

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch.distributed as dist
+
+from ..gloo_abort import run_torchrun
 
 SCRIPT = Path(__file__).parent / "dist_scripts" / "sync_hooks.py"
 
@@ -24,7 +25,7 @@ def test_sync_norm_hook_and_collectives_on_two_ranks(tmp_path):
         env.pop(key, None)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            str(SCRIPT), "--out", str(tmp_path)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    proc = run_torchrun(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"result_rank{r}.json").read_text()) for r in (0, 1)]
     before = [r["before"] for r in ranks]

@@ -103,16 +103,72 @@ def test_evaluator_with_no_batches_gives_no_metrics():
 
 
 # -- torchrun -------------------------------------------------------------------------------
-@needs_gloo
-@pytest.mark.timeout(180)
-def test_two_ranks_match_one_process_with_the_same_global_batch(tmp_path):
-    single, ddp = tmp_path / "single", tmp_path / "ddp"
-    single.mkdir(), ddp.mkdir()
+# The runs of the three tests below that only read what a finished run wrote: a name, the
+# per-process batch of the one-process reference (None: no reference) and of each of the two
+# ranks, and the other arguments.
+SHARED_RUNS = {
     # 96 samples, 3 epochs; one process with batch 8 sees order[0:8] per step, the two
     # ranks with batch 4 see order[0:8:2] and order[1:8:2]: the same samples.
-    one = _run([sys.executable, str(SCRIPT), "--out", str(single), "--batch", "8"], single)
+    "global_batch": ("8", "4", ()),
+    # 40 samples: 5 batches of 8 an epoch, accumulated in groups of 2, 2 and a last group of 1
+    "accumulate": ("8", "4", ("--train-size", "40", "--epochs", "2", "--accumulate", "2")),
+    # one validation sample on two ranks
+    "no_val_samples": (None, "4", ("--train-size", "16", "--epochs", "1", "--val-size", "1",
+                                   "--torchmetrics")),
+}
+
+
+def _start(cmd: list[str], log: Path) -> subprocess.Popen:
+    """Start ``cmd``; its stdout and stderr go to ``log``.stdout and ``log``.stderr."""
+    with open(log.with_suffix(".stdout"), "w") as out, open(log.with_suffix(".stderr"), "w") as err:
+        return subprocess.Popen(cmd, env=_env(), stdout=out, stderr=err, text=True)
+
+
+def _wait(proc: subprocess.Popen, log: Path, timeout: float = 150) -> subprocess.CompletedProcess:
+    try:
+        proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode,
+                                       log.with_suffix(".stdout").read_text(),
+                                       log.with_suffix(".stderr").read_text())
+
+
+@pytest.fixture(scope="module")
+def shared_runs(tmp_path_factory) -> dict[str, tuple]:
+    """name -> (single dir, its process, ddp dir, torchrun's process) for SHARED_RUNS.
+
+    One torchrun launch trains all the two-rank runs one after another (train_ddp.py's
+    ``--then``) while one plain process trains the one-process references: the processes
+    (torch, the rendezvous) start once for all the runs, not once a run."""
+    root = tmp_path_factory.mktemp("shared_runs")
+    single_runs: list[list[str]] = []
+    ddp_runs: list[list[str]] = []
+    for name, (single_batch, ddp_batch, args) in SHARED_RUNS.items():
+        (root / name / "single").mkdir(parents=True), (root / name / "ddp").mkdir()
+        if single_batch is not None:
+            single_runs.append(["--out", str(root / name / "single"), "--batch", single_batch,
+                                *args])
+        ddp_runs.append(["--out", str(root / name / "ddp"), "--batch", ddp_batch, *args])
+
+    def then(runs: list[list[str]]) -> list[str]:
+        return [arg for i, run in enumerate(runs) for arg in (["--then"] if i else []) + run]
+
+    one = _start([sys.executable, str(SCRIPT), *then(single_runs)], root / "single")
+    two = _start([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                  "--nproc_per_node", "2", str(SCRIPT), *then(ddp_runs)], root / "ddp")
+    one, two = _wait(one, root / "single"), _wait(two, root / "ddp")
+    return {name: (root / name / "single", one, root / name / "ddp", two)
+            for name in SHARED_RUNS}
+
+
+@needs_gloo
+@pytest.mark.timeout(180)
+def test_two_ranks_match_one_process_with_the_same_global_batch(shared_runs):
+    single, one, ddp, two = shared_runs["global_batch"]
     assert one.returncode == 0, one.stdout + one.stderr
-    two = _run(_torchrun_cmd(ddp, "--batch", "4"), ddp)
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
 
     (reference,) = _results(single, ranks=(0,))
@@ -155,14 +211,9 @@ def test_two_ranks_match_one_process_with_the_same_global_batch(tmp_path):
 
 @needs_gloo
 @pytest.mark.timeout(180)
-def test_accumulation_skips_the_all_reduce_on_micro_batches_and_matches_one_process(tmp_path):
-    single, ddp = tmp_path / "single", tmp_path / "ddp"
-    single.mkdir(), ddp.mkdir()
-    # 40 samples: 5 batches of 8 an epoch, accumulated in groups of 2, 2 and a last group of 1
-    args = ("--train-size", "40", "--epochs", "2", "--accumulate", "2")
-    one = _run([sys.executable, str(SCRIPT), "--out", str(single), "--batch", "8", *args], single)
+def test_accumulation_skips_the_all_reduce_on_micro_batches_and_matches_one_process(shared_runs):
+    single, one, ddp, two = shared_runs["accumulate"]  # 40 samples, accumulate 2, 2 epochs
     assert one.returncode == 0, one.stdout + one.stderr
-    two = _run(_torchrun_cmd(ddp, "--batch", "4", *args), ddp)
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
     rank0, rank1 = _results(ddp)
     # under DDP only the last micro-batch of each group all-reduces (the others run no_sync)
@@ -202,19 +253,18 @@ def test_torchrun_with_one_process_trains_checkpoints_and_resumes(tmp_path, devi
 
 @needs_gloo
 @pytest.mark.timeout(120)
-def test_validation_when_a_rank_has_no_samples(tmp_path):
+def test_validation_when_a_rank_has_no_samples(shared_runs):
     """One validation sample on two ranks: rank 1's shard is empty, yet it joins every
     collective (no hang) and reports the same metrics, torchmetrics included."""
-    proc = _run(_torchrun_cmd(tmp_path, "--batch", "4", "--train-size", "16", "--epochs", "1",
-                              "--val-size", "1", "--torchmetrics"), tmp_path, timeout=60)
+    _, _, out, proc = shared_runs["no_val_samples"]  # 16 samples, 1 epoch, 1 val sample
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rank0, rank1 = _results(tmp_path)
+    rank0, rank1 = _results(out)
     assert rank0["val"] == rank1["val"]
     (metrics,) = rank0["val"]
 
     script = _script_module()
     model = script.make_model()
-    model.load_state_dict(_weights(tmp_path, 0))
+    model.load_state_dict(_weights(out, 0))
     inputs, targets = script.make_data(1, 1).tensors
     with torch.no_grad():
         preds = model(inputs)

@@ -16,6 +16,7 @@ from hookline.engine.checkpoint import load_checkpoint_file
 from hookline.hooks import SyncBuffersHook
 from hookline.hooks.sync_buffers import sync_buffers
 
+from ..gloo_abort import spawn_twice_on_abort
 from ._toy import make_runner, one_thread  # noqa: F401  (autouse fixture)
 
 needs_gloo = pytest.mark.skipif(
@@ -83,7 +84,8 @@ def test_single_process_is_a_no_op(tmp_path):
 @needs_gloo
 @pytest.mark.timeout(120)
 def test_two_ranks_end_with_the_mean_of_their_buffers(tmp_path):
-    mp.spawn(_worker, args=(2, str(tmp_path / "store"), str(tmp_path)), nprocs=2, join=True)
+    spawn_twice_on_abort(lambda attempt: mp.spawn(
+        _worker, args=(2, str(tmp_path / f"store{attempt}"), str(tmp_path)), nprocs=2, join=True))
     r0, r1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in (0, 1))
 
     # the plain BatchNorm: floating buffers are the mean, the batch counter is left alone

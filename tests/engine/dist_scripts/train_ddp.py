@@ -11,9 +11,14 @@ can see which rank wrote log.txt, metrics.jsonl and checkpoints. ``--slow``
 sleeps in every iteration (so that a signal can arrive mid-run) and writes
 the process id into ``started_rank{R}`` once the first iteration ran.
 
-To check the barrier after a save, rank 0 sleeps before writing each
-checkpoint, and every rank records, after the CheckpointHook's epoch save,
+To check the barrier after a save, rank 0 of a world of two or more sleeps
+before writing each checkpoint, and every rank records, after the CheckpointHook's epoch save,
 whether rank 0's file of that epoch already exists.
+
+Several runs, each with its own arguments (its own ``--out`` among them), can be
+given one after another, separated by ``--then``: they train in turn in the same
+processes (under torchrun, in the same process group), so that the tests pay for
+starting the processes once.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -58,7 +64,7 @@ class Record(Hook):
         self.grad_sync.append(runner.ddp_model is None or runner.optim_wrapper.should_sync())
 
     def before_save_checkpoint(self, runner, checkpoint) -> None:
-        if runner.rank == 0:
+        if runner.rank == 0 and runner.world_size > 1:
             time.sleep(0.2)  # without the barrier, rank 1 would look before the file exists
 
     def after_val(self, runner) -> None:
@@ -78,7 +84,7 @@ class Record(Hook):
         self.val_metrics.append(dict(metrics or {}))
 
 
-def main() -> None:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--batch", type=int, required=True, help="per-process batch size")
@@ -92,7 +98,23 @@ def main() -> None:
     parser.add_argument("--resume", default=None, help="the Runner's resume argument")
     parser.add_argument("--torchmetrics", action="store_true",
                         help="also compute accuracy with a torchmetrics Metric")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Train each run of ``argv`` (runs separated by ``--then``) in turn."""
+    runs: list[list[str]] = [[]]
+    for arg in sys.argv[1:] if argv is None else argv:
+        if arg == "--then":
+            runs.append([])
+        else:
+            runs[-1].append(arg)
+    parser = make_parser()
+    for run in runs:
+        train(parser.parse_args(run))
+
+
+def train(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     rank = int(os.environ.get("RANK", "0"))
     args.out.mkdir(parents=True, exist_ok=True)
