@@ -212,6 +212,8 @@ CASES: list[tuple[str, Callable[[dict, Path], None], tuple[str, ...]]] = [
     ("seed 'abc'", set_("seed", "abc"), ("seed", "an int")),
     ("max_epochs 0", set_("max_epochs", 0), ("max_epochs", ">= 1")),
     ("fast_data 'no'", set_("fast_data", "no"), ("fast_data must be true or false", "'no'")),
+    ("signal_sync_interval 0", set_("signal_sync_interval", 0),
+     ("signal_sync_interval must be an int >= 1", "got 0")),
 ]
 if not CUDA:
     CASES.append(("device cuda without CUDA", set_("device", "cuda"),
@@ -333,6 +335,8 @@ API_CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("model the class", {"model": nn.Linear}, ("model is the class Linear",)),
     ("resume 5", {"resume": 5}, ("resume must be a checkpoint path or 'auto'",)),
     ("fast_data 1", {"fast_data": 1}, ("fast_data must be true or false", "got 1")),
+    ("signal_sync_interval 2.5", {"signal_sync_interval": 2.5},
+     ("signal_sync_interval must be an int >= 1", "got 2.5")),
 ]
 
 

@@ -274,10 +274,10 @@ def test_validation_when_a_rank_has_no_samples(shared_runs):
         float(torch.nn.functional.cross_entropy(preds, targets)), abs=1e-6)
 
 
-def _start_slow_job(out: Path) -> subprocess.Popen:
+def _start_slow_job(out: Path, *extra: str) -> subprocess.Popen:
     log = open(out / "console.txt", "w")  # noqa: SIM115  (closed by the caller through proc)
     proc = subprocess.Popen(
-        _torchrun_cmd(out, "--batch", "4", "--epochs", "100", "--slow", "0.02"),
+        _torchrun_cmd(out, "--batch", "4", "--epochs", "100", "--slow", "0.02", *extra),
         env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     proc.log = log  # type: ignore[attr-defined]
     deadline = time.monotonic() + 60
@@ -327,6 +327,20 @@ def test_sigterm_to_torchrun_stops_both_ranks_at_one_iteration(tmp_path):
     console = _finish(proc, tmp_path)
     _check_stopped_together(tmp_path, proc.returncode, console)
     assert "stopped by SIGTERM" in (tmp_path / "work_rank0" / "log.txt").read_text()
+
+
+@needs_gloo
+@pytest.mark.timeout(150)
+def test_a_signal_sync_interval_stops_both_ranks_together_at_a_multiple_of_it(tmp_path):
+    """signal_sync_interval=8: the ranks share the stop flag after every 8th iteration (and
+    at the epoch ends, every 12 iterations here), so both stop together at one of those,
+    not at the iteration after the signal (the 2nd to 4th here) as with the default."""
+    proc = _start_slow_job(tmp_path, "--signal-sync-interval", "8")
+    os.kill(int((tmp_path / "started_rank1").read_text()), signal.SIGTERM)
+    console = _finish(proc, tmp_path)
+    _check_stopped_together(tmp_path, proc.returncode, console)
+    stopped = _results(tmp_path)[0]["iter"]
+    assert stopped % 8 == 0 or stopped % 12 == 0, stopped
 
 
 @needs_gloo

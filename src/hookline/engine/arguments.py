@@ -30,6 +30,7 @@ import torch
 
 from hookline.core import ConfigError
 
+from .checks import positive_int
 from .default_hooks import check_default_hooks
 from .environment import check_device, check_work_dir
 from .hook import Hook
@@ -52,7 +53,7 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
                            test_dataloader: Any = None, hooks: Any = (),
                            default_hooks: Any = None, seed: Any = 0, device: Any = "auto",
                            work_dir: Any = None, resume: Any = None, load_from: Any = None,
-                           fast_data: Any = True) -> None:
+                           fast_data: Any = True, signal_sync_interval: Any = 1) -> None:
     """Raise :class:`ConfigError` for the first of the Runner's arguments it cannot use."""
     if isinstance(model, type):
         raise ConfigError(f"model is the class {model.__name__}; pass an instance, "
@@ -63,6 +64,7 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
         raise ConfigError(f"seed must be an int, got {seed!r}")
     check_device(device)
     check_fast_data(fast_data)
+    positive_int(signal_sync_interval, "signal_sync_interval")
     if work_dir is not None and os.environ.get("RANK", "0") == "0":  # only rank 0 writes
         check_work_dir(work_dir)
     elif work_dir is not None and not isinstance(work_dir, (str, os.PathLike)):

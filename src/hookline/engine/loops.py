@@ -258,7 +258,7 @@ class EpochBasedTrainLoop(TrainLoop):
                 try:
                     for batch_idx, data_batch in enumerate(iterator, start):
                         self.run_iter(batch_idx, data_batch, batch_idx)
-                        if runner.check_stop():
+                        if runner.check_stop(after_iteration=True):
                             break
                 finally:
                     self._sized_pass_length = None
@@ -288,7 +288,7 @@ class EpochBasedTrainLoop(TrainLoop):
                 if data.exhausted:  # the last, maybe shorter, accumulation group steps here
                     self._count_updates(batch_idx, batch_idx + 1)
                 self.run_iter(batch_idx, data_batch, batch_idx)
-                if self.runner.check_stop():
+                if self.runner.check_stop(after_iteration=True):
                     break
             if data.exhausted:
                 self._seen_length = data.fetched
@@ -352,7 +352,7 @@ class IterBasedTrainLoop(TrainLoop):
                 self.run_iter(self.iter, data_batch, position)
                 if self.val_due_after_iter(self.iter):
                     self._validate()
-                if runner.check_stop() or self.iter >= self._max_iters:
+                if runner.check_stop(after_iteration=True) or self.iter >= self._max_iters:
                     break
         runner.hooks.call(runner, "after_train_epoch")
         runner.hooks.call(runner, "after_train")

@@ -82,13 +82,14 @@ class Runner(RunnerAttributes):
                  default_hooks: Mapping[str, Any] | None = None, seed: int = 0,
                  device: str | torch.device = "auto", resume: str | Path | None = None,
                  load_from: str | Path | None = None, config: Mapping[str, Any] | None = None,
-                 fast_data: bool = True) -> None:
+                 fast_data: bool = True, signal_sync_interval: int = 1) -> None:
         check_runner_arguments(  # before anything is built or written
             model=model, optimizer=optimizer, optim_wrapper=optim_wrapper, loss_fn=loss_fn,
             param_scheduler=param_scheduler, train_dataloader=train_dataloader,
             val_dataloader=val_dataloader, test_dataloader=test_dataloader, hooks=hooks,
             default_hooks=default_hooks, seed=seed, device=device, work_dir=work_dir,
-            resume=resume, load_from=load_from, fast_data=fast_data)
+            resume=resume, load_from=load_from, fast_data=fast_data,
+            signal_sync_interval=signal_sync_interval)
         if max_epochs is not None and max_iters is not None:
             raise ConfigError("give max_epochs or max_iters, not both")
         for name, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
@@ -106,6 +107,8 @@ class Runner(RunnerAttributes):
             default_hooks=default_hooks, seed=seed))
         self.seed = seed
         self.fast_data = fast_data  # batches by indexing where exact (docs/engine.md, fast data path)
+        #: iterations between the ranks' agreement on a stop signal (see :meth:`check_stop`)
+        self.signal_sync_interval = signal_sync_interval
         seed_everything(seed)
         if distributed.init_from_env(str(device)):
             destroy_at_exit(self)
@@ -347,11 +350,14 @@ class Runner(RunnerAttributes):
         with wrapper.autocast():
             return step(batch, batch_idx)
 
-    def check_stop(self) -> bool:
-        """After an iteration: stop on ``stop_training``, or checkpoint and exit on a signal
-        (on any rank: the ranks agree over a gloo group)."""
-        if self._stop is not None:
-            interrupt_on_signal(self, self._stop, self._stop_group)
+    def check_stop(self, after_iteration: bool = False) -> bool:
+        """Stop on ``stop_training``, or checkpoint and exit on a signal (on any rank: the
+        ranks agree over a gloo group, after every ``signal_sync_interval``-th iteration
+        and at every other point the loops check)."""
+        stop = self._stop
+        if stop is not None and (not after_iteration or self._stop_group is None
+                                 or self.state.iter % self.signal_sync_interval == 0):
+            interrupt_on_signal(self, stop, self._stop_group)
         return self.state.stop_training
 
     def release_ddp(self) -> None:

@@ -96,6 +96,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--accumulate", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="cpu (gloo) or cuda (nccl)")
     parser.add_argument("--resume", default=None, help="the Runner's resume argument")
+    parser.add_argument("--signal-sync-interval", type=int, default=1)
     parser.add_argument("--torchmetrics", action="store_true",
                         help="also compute accuracy with a torchmetrics Metric")
     return parser
@@ -134,7 +135,7 @@ def train(args: argparse.Namespace) -> None:
         val_dataloader=DataLoader(make_data(args.val_size, 1), batch_size=5),
         metrics=metrics,
         work_dir=args.out / f"work_rank{rank}", seed=7, device=args.device, hooks=[record],
-        resume=args.resume,
+        resume=args.resume, signal_sync_interval=args.signal_sync_interval,
         default_hooks={"logger": {"type": "LoggerHook", "interval": 2},
                        "optimizer": {"type": "OptimizerHook", "accumulate": args.accumulate}},
     )

@@ -196,6 +196,10 @@ def _int(value: Any, where: str, _cfg: Mapping) -> None:
         raise ConfigError(f"{where} must be an int, got {value!r}")
 
 
+def _count(value: Any, where: str, _cfg: Mapping) -> None:
+    positive_int(value, where)
+
+
 def _fast_data(value: Any, where: str, _cfg: Mapping) -> None:
     check_fast_data(value, where)
 
@@ -245,4 +249,5 @@ CHECKS: dict[str, Callable[[Any, str, Mapping], None]] = {
     "load_from": _checkpoint_path,
     "work_dir": _work_dir,
     "fast_data": _fast_data,
+    "signal_sync_interval": _count,
 }
