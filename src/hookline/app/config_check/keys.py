@@ -9,6 +9,7 @@ through :mod:`hookline.engine.environment`.
 
 Example::
 
+    >>> import hookline.demo.registry  # registers the demo's DigitsDataset
     >>> from hookline.app.config_check.keys import CHECKS
     >>> CHECKS["train_dataloader"]({"dataset": {"type": "DigitsDataset"}, "shuffle": "yes"},
     ...                            "train_dataloader", {})
