@@ -350,9 +350,12 @@ class IterBasedTrainLoop(TrainLoop):
                 batches = enumerate(self._start_pass(loader, start)[0], start)
             for position, data_batch in batches:
                 self.run_iter(self.iter, data_batch, position)
-                if self.val_due_after_iter(self.iter):
+                validated = self.val_due_after_iter(self.iter)
+                if validated:
                     self._validate()
-                if runner.check_stop(after_iteration=True) or self.iter >= self._max_iters:
+                # after a validation the ranks always agree (a safe point of its own)
+                if runner.check_stop(after_iteration=not validated) \
+                        or self.iter >= self._max_iters:
                     break
         runner.hooks.call(runner, "after_train_epoch")
         runner.hooks.call(runner, "after_train")
