@@ -143,6 +143,16 @@ def test_signal_finishes_iteration_checkpoints_and_exits_nonzero(tmp_path, refer
     assert_same_state(final_state(resumed), reference)
 
 
+def test_one_process_stops_at_once_whatever_the_signal_sync_interval(tmp_path):
+    """signal_sync_interval spaces out the ranks' agreement; a single process has nobody to
+    agree with and reads its own flag after every iteration."""
+    runner = make_runner(tmp_path, hooks=[SendSignal(11, signal.SIGTERM)],
+                         signal_sync_interval=50)
+    with pytest.raises(TrainingInterrupted) as info:
+        runner.train()
+    assert runner.iter == 11 and info.value.checkpoint == tmp_path / "iter_11.pth"
+
+
 def test_signal_handlers_are_restored_after_training(tmp_path):
     before = signal.getsignal(signal.SIGTERM)
     make_runner(tmp_path, max_epochs=1).train()
