@@ -116,7 +116,7 @@ def count(model_name: str, extra_hooks: bool, fast_data: bool, epochs: int, batc
         records = [json.loads(line) for line in
                    (Path(work_dir) / "metrics.jsonl").read_text().splitlines()]
     logged = {r["iter"] - 1 for r in records if r.get("mode") == "train"}
-    iters = [i for i in range(runner.iter)]
+    iters = range(runner.iter)
     quiet = [i for i in iters if i not in logged]
     return {
         "iters": len(iters), "quiet": len(quiet), "logged": len(logged),
