@@ -7,6 +7,7 @@ import doctest
 import importlib
 import json
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from hookline import HOOKS, ConfigError, Hook, HookError, Runner
-from hookline.engine.message_hub import MessageHub
+from hookline.engine.message_hub import ScalarWindow
 from hookline.hooks import LoggerHook, TextLoggerHook
 
 from ..engine.toy import dataset, make_runner
@@ -166,8 +167,10 @@ def test_ignore_last_and_other_outputs(tmp_path: Path) -> None:
 
 
 def test_no_sync_between_log_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """20 iterations at interval 5: only the 4 log steps read device values."""
+    """20 iterations at interval 5: only the 4 log steps read device values, and they are read
+    on the logger's writer thread, not the training thread."""
     reads = {"item": 0, "float": 0, "tolist": 0, "bool": 0, "mean": 0}
+    threads: set[str] = set()
     for name, attr in (("item", "item"), ("float", "__float__"), ("tolist", "tolist"),
                        ("bool", "__bool__")):
         original = getattr(torch.Tensor, attr)
@@ -175,16 +178,17 @@ def test_no_sync_between_log_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         def counted(self, *args, _original=original, _name=name, **kwargs):
             if self.is_floating_point():  # not the DataLoader's int64 seed, read once a pass
                 reads[_name] += 1
+                threads.add(threading.current_thread().name)
             return _original(self, *args, **kwargs)
 
         monkeypatch.setattr(torch.Tensor, attr, counted)
-    original_mean = MessageHub.mean
+    original_mean = ScalarWindow.mean
 
-    def counted_mean(self, key, count=None):
+    def counted_mean(self):
         reads["mean"] += 1
-        return original_mean(self, key, count)
+        return original_mean(self)
 
-    monkeypatch.setattr(MessageHub, "mean", counted_mean)
+    monkeypatch.setattr(ScalarWindow, "mean", counted_mean)
     data = TensorDataset(torch.randn(40, 6), torch.randint(0, 3, (40,)))
     runner = Runner(torch.nn.Linear(6, 3), optimizer={"type": "SGD", "lr": 0.1},
                     loss_fn=torch.nn.CrossEntropyLoss(), max_iters=20,
@@ -196,6 +200,8 @@ def test_no_sync_between_log_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     # loss, time and data_time per log step; only the loss is a tensor
     assert reads["mean"] == 4 * 3
     assert reads["item"] + reads["float"] + reads["tolist"] + reads["bool"] <= 4, reads
+    assert threads and all(name.startswith("hookline-log-writer") for name in threads), threads
+    assert runner.message_hub.info["log_record"]["iter"] == 20  # published by the writer
 
 
 # --------------------------------------------------------------------------- resume

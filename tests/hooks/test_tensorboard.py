@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from torch.utils.data import DataLoader
 
 from hookline import HOOKS, ConfigError, Hook, HookError
+from hookline.engine.history_buffer import ScalarWindow
 from hookline.hooks import TensorboardLoggerHook
 
 from ..engine.toy import dataset, make_runner
@@ -72,6 +74,25 @@ def test_train_scalars_match_the_text_logger(run) -> None:
         assert value == pytest.approx(record["loss"], rel=1e-6)  # same smoothing, shared code
     for (_, value), record in zip(scalars(events, "train/lr"), records):
         assert value == pytest.approx(record["lr"], rel=1e-6)
+
+
+def test_train_scalars_are_averaged_off_the_training_thread(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Averaging reads the loss tensors (a host-device sync on a GPU): the logger's writer thread
+    does it, and every value is in the event file when the run ends, even without LoggerHook."""
+    threads: list[str] = []
+    original = ScalarWindow.mean
+
+    def mean(self):
+        threads.append(threading.current_thread().name)
+        return original(self)
+
+    monkeypatch.setattr(ScalarWindow, "mean", mean)
+    make_runner(tmp_path, max_epochs=2, hooks=[TensorboardLoggerHook(interval=3)],
+                default_hooks={"logger": None, "checkpoint": None}).train()
+    assert threads and all(name.startswith("hookline-log-writer") for name in threads), threads
+    steps = [step for step, _ in scalars(load_events(tmp_path / "tf_logs"), "train/loss")]
+    assert steps == [3, 6, 8, 11, 14, 16]
 
 
 def test_val_metrics_at_the_training_iteration(run) -> None:

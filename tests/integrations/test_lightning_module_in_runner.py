@@ -204,6 +204,8 @@ def test_no_read_back_per_iteration(tmp_path):
             recorder.in_iteration = False
 
     runner = make_runner(LitRegressor(), tmp_path, hooks=[Begin(), End()])
+    logger = next(hook for hook in runner.hooks.hooks if type(hook).__name__ == "LoggerHook")
+    logger.background = False  # its log-step reads on this thread, for the check below
     with recorder:
         runner.train()
     assert recorder.logger_calls > 0  # the recorder sees read-backs: LoggerHook's, at log steps

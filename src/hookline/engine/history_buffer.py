@@ -17,9 +17,10 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -40,6 +41,50 @@ def _floats(values: list[Any]) -> list[float]:
         except RuntimeError:
             pass  # devices or dtypes differ: one by one
     return [to_float(v) for v in values]
+
+
+class ScalarWindow(NamedTuple):
+    """The last records of one scalar, as stored (device tensors unread), and their counts
+    (None: one sample each). Taking one is cheap; :meth:`mean` reads the values, so a
+    logger can take it on the training thread and average it on its writer thread.
+
+    Example::
+
+        >>> import torch
+        >>> ScalarWindow([torch.tensor(1.0), torch.tensor(2.0)]).mean()
+        1.5
+        >>> ScalarWindow([1.0, 4.0], [3, 1]).mean()  # count-weighted, as MMEngine's
+        1.75
+    """
+
+    values: list[Any]
+    counts: list[int] | None = None
+
+    def mean(self) -> float:
+        """The (count-weighted) mean, with one host-device sync for device tensors."""
+        values, counts = self.values, self.counts
+        if counts is not None:
+            floats = _floats(values)
+            return sum(v * c for v, c in zip(floats, counts)) / sum(counts)
+        tensors = [v for v in values if isinstance(v, torch.Tensor)]
+        if not tensors:
+            return sum(float(v) for v in values) / len(values)
+        if len(tensors) == len(values):  # the common case: one stack, one read (one sync)
+            if len(tensors) == 1 and tensors[0].numel() == 1:
+                return float(tensors[0].item())
+            try:
+                stacked = torch.stack(tensors)
+                if stacked.dim() == 1:  # scalars: an exact sum of the float32 values
+                    return math.fsum(stacked.tolist()) / len(tensors)
+                return float(stacked.double().mean().item())
+            except RuntimeError:
+                pass  # shapes or devices differ: one by one below
+        device = tensors[0].device
+        return float(torch.stack([
+            v.to(device=device, dtype=torch.float64).reshape(()) if isinstance(v, torch.Tensor)
+            else torch.tensor(float(v), dtype=torch.float64, device=device)
+            for v in values
+        ]).mean().item())
 
 
 class HistoryBuffer:
@@ -77,6 +122,14 @@ class HistoryBuffer:
         """The last ``count`` records as they were stored (device tensors stay unread)."""
         values = list(self._values)
         return values if count is None else values[-count:]
+
+    def window(self, count: int | None = None) -> ScalarWindow:
+        """The last ``count`` records (all kept ones if None) and their counts, unread."""
+        values = self.recent(count)
+        counts = None if self._counts is None else list(self._counts)
+        if counts is not None and count is not None:
+            counts = counts[-count:]
+        return ScalarWindow(values, counts)
 
     @property
     def data(self) -> tuple[list[float], list[int]]:

@@ -210,12 +210,40 @@ def log_queued(logger: logging.Logger, level: int, msg: str | Callable[[], str])
     """
     if not logger.isEnabledFor(level):
         return
-    writer = writer_of(logger)
-    console = console_of(logger)
-    if writer is None or (console is not None and console.writer is not None):
+    writer = line_writer(logger)
+    if writer is None:
         logger.log(level, msg if isinstance(msg, str) else msg())
     else:
         writer.submit(_handle, logger, level, msg, time.time())
+
+
+def line_writer(logger: logging.Logger) -> LogWriter | None:
+    """The writer that takes :func:`log_queued`'s lines now: None on other ranks and while
+    a progress bar owns the console (lines are then written on the calling thread).
+
+    A logging hook that does more than one line's work per log step (averaging,
+    a record) hands it all to this writer in one call, or runs it at once when
+    there is none.
+    """
+    writer = writer_of(logger)
+    if writer is None:
+        return None
+    console = console_of(logger)
+    return None if console is not None and console.writer is not None else writer
+
+
+def log_at(logger: logging.Logger, level: int, text: str, created: float) -> None:
+    """Log ``text`` at ``level`` as a record made at ``created`` (``time.time()`` when the
+    caller queued the work that logs it), after the lines queued before it.
+
+    Example::
+
+        >>> import time
+        >>> logger = make_logger(None, main_process=True, console=False)
+        >>> log_at(logger, logging.INFO, "made earlier", time.time())
+        >>> close_logger(logger)
+    """
+    _handle(logger, level, text, created)
 
 
 def _handle(logger: logging.Logger, level: int, msg: str | Callable[[], str],

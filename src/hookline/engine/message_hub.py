@@ -29,7 +29,6 @@ Example::
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -37,7 +36,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from .history_buffer import HistoryBuffer, to_float
+from .history_buffer import HistoryBuffer, ScalarWindow, to_float
 
 
 class MessageHub:
@@ -130,30 +129,14 @@ class MessageHub:
 
     def mean(self, key: str, count: int | None = None) -> float:
         """The mean of the last ``count`` (default: window) values, with one sync."""
-        buffer = self._scalars[key]
-        if buffer.weighted:  # counts were given: MMEngine's weighted mean
-            return buffer.mean(count)
-        history = buffer.recent(count)
-        tensors = [v for v in history if isinstance(v, torch.Tensor)]
-        if not tensors:
-            return sum(float(v) for v in history) / len(history)
-        if len(tensors) == len(history):  # the common case: one stack, one read (one sync)
-            if len(tensors) == 1 and tensors[0].numel() == 1:
-                return float(tensors[0].item())
-            try:
-                stacked = torch.stack(tensors)
-                if stacked.dim() == 1:  # scalars: an exact sum of the float32 values
-                    return math.fsum(stacked.tolist()) / len(tensors)
-                return float(stacked.double().mean().item())
-            except RuntimeError:
-                pass  # shapes or devices differ: one by one below
-        device = tensors[0].device
-        stacked = torch.stack([
-            v.to(device=device, dtype=torch.float64).reshape(()) if isinstance(v, torch.Tensor)
-            else torch.tensor(float(v), dtype=torch.float64, device=device)
-            for v in history
-        ])
-        return float(stacked.mean().item())
+        return self._scalars[key].window(count).mean()
+
+    def windows(self, prefix: str, count: int | None = None) -> dict[str, ScalarWindow]:
+        """``{name: window}`` of the last ``count`` records of each ``prefix<name>`` key, taken
+        now and read later (:meth:`ScalarWindow.mean`): later updates do not change them."""
+        start = len(prefix)
+        return {key[start:]: buffer.window(count) for key, buffer in self._scalars.items()
+                if key.startswith(prefix)}
 
     def clear(self, prefix: str = "") -> None:
         """Forget the histories of keys starting with ``prefix``."""
@@ -197,4 +180,4 @@ class MessageHub:
         return {**self.info, **live}
 
 
-__all__ = ["HistoryBuffer", "MessageHub", "to_float"]
+__all__ = ["HistoryBuffer", "MessageHub", "ScalarWindow", "to_float"]

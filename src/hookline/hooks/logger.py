@@ -16,8 +16,8 @@ and each line of ``metrics.jsonl`` is one JSON object, e.g.
 
 The module also holds what every logging hook shares: :func:`log_window`
 (is this iteration a log step, and over how many iterations to average) and
-:func:`collect_scalars` (the smoothed scalars of one log step), used by
-:class:`~hookline.hooks.TensorboardLoggerHook` too.
+:func:`collect_scalars` (the smoothed scalars of one log step, from
+:func:`scalar_windows`), used by :class:`~hookline.hooks.TensorboardLoggerHook` too.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import datetime
 import logging
 import math
 import time
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,8 +34,9 @@ import torch
 from hookline.core import ConfigError
 from hookline.engine.checks import boolean, positive_int
 from hookline.engine.data import loader_length
+from hookline.engine.history_buffer import ScalarWindow
 from hookline.engine.hook import Hook
-from hookline.engine.logs import flush_logger, log_queued, writer_of
+from hookline.engine.logs import flush_logger, line_writer, log_at, log_queued, writer_of
 from hookline.engine.registries import HOOKS
 
 from .metrics_file import json_line, trim_records
@@ -80,13 +80,23 @@ def _order(name: str) -> tuple[int, str]:
     return (1 if "loss" in name else 2, "")
 
 
-def collect_scalars(runner: Runner, mode: str = "train", count: int | None = None) -> dict[str, float]:
-    """The smoothed scalars of one log step: the mean of the last ``count``
-    values of each ``{mode}/<name>`` key of ``runner.message_hub``.
+def scalar_windows(runner: Runner, mode: str = "train", count: int | None = None
+                   ) -> dict[str, ScalarWindow]:
+    """The last ``count`` records of each ``{mode}/<name>`` key of ``runner.message_hub``,
+    taken now and unread (:class:`~hookline.engine.history_buffer.ScalarWindow`).
 
     Keys come back without the prefix, ordered ``loss`` first, then other
-    losses, then everything else, then ``time`` and ``data_time``. Reading a
-    device tensor is a host sync, so call this at log steps only.
+    losses, then everything else, then ``time`` and ``data_time``. Taking
+    them costs no host-device sync: averaging them (``window.mean()``) does,
+    so LoggerHook averages on its writer thread.
+    """
+    windows = runner.message_hub.windows(f"{mode}/", count)
+    return {name: windows[name] for name in sorted(windows, key=_order)}
+
+
+def collect_scalars(runner: Runner, mode: str = "train", count: int | None = None) -> dict[str, float]:
+    """The smoothed scalars of one log step: the mean of each of :func:`scalar_windows`.
+    Reading a device tensor is a host sync, so call this at log steps only.
 
     Example::
 
@@ -98,10 +108,7 @@ def collect_scalars(runner: Runner, mode: str = "train", count: int | None = Non
         >>> collect_scalars(SimpleNamespace(message_hub=hub), "train", count=2)
         {'loss': 1.5, 'acc': 0.5, 'time': 0.375}
     """
-    hub = runner.message_hub
-    prefix = f"{mode}/"
-    names = sorted((key[len(prefix):] for key in hub.keys(prefix)), key=_order)
-    return {name: hub.mean(prefix + name, count) for name in names}
+    return {name: window.mean() for name, window in scalar_windows(runner, mode, count).items()}
 
 
 def current_lrs(runner: Runner) -> dict[str, float]:
@@ -176,9 +183,13 @@ class LoggerHook(Hook):
     The ETA is the average wall time per iteration since training (re)started
     times the iterations left. Only the main process writes.
 
-    The training thread only builds each record and line and queues them:
-    the logger's writer thread (:func:`hookline.engine.logs.log_queued`)
-    formats and writes them, in order. The queue is drained at the end of
+    At a log step the training thread only takes the windows of values (the
+    tensors, unread) and the position, and queues them: the logger's writer
+    thread (:func:`hookline.engine.logs.line_writer`) averages them (so the
+    host-device sync is not the training thread's), publishes the record as
+    ``message_hub.info["log_record"]``, formats the line and writes both, in
+    order. While a progress bar is open this all happens at once, on the
+    training thread. The queue is drained at the end of
     each epoch, before a checkpoint is saved and when the run ends (normally,
     by an exception or a signal); a SIGKILL loses at most what was queued
     since (docs/logging.md).
@@ -297,21 +308,38 @@ class LoggerHook(Hook):
         count = log_window(runner, batch_idx, self.interval, self.by_epoch, self.ignore_last)
         if count is None:
             return
-        values = collect_scalars(runner, "train", count)
+        # the training thread takes the windows and the position; the writer thread reads
+        # the values (averaging is the log step's one host-device sync), then logs and writes
+        windows = scalar_windows(runner, "train", count)
         record: dict[str, Any] = {"mode": "train", "epoch": runner.epoch + 1,
                                   "iter": runner.iter + 1, **current_lrs(runner)}
         memory = self._memory_mb(runner)
         if memory is not None:
             record["memory"] = memory
-        record.update(values)
-        runner.message_hub.info[LAST_RECORD_KEY] = record
         if self.by_epoch and runner.by_epoch:
             where = f"Epoch(train) [{runner.epoch + 1}][{_of(batch_idx + 1, epoch_length(runner))}]"
         else:
             where = f"Iter(train) [{_of(runner.iter + 1, total_train_iters(runner))}]"
-        snapshot = dict(record)  # what is queued: another hook may change the published record
-        log_queued(runner.logger, logging.INFO,
-                   partial(_train_line, where, snapshot, values, memory, self._eta(runner)))
+        writer = line_writer(runner.logger)
+        args = (runner, record, windows, where, memory, self._eta(runner), time.time())
+        if writer is None:
+            self._finish_train_log(*args)
+        else:
+            writer.submit(self._finish_train_log, *args)
+
+    def _finish_train_log(self, runner: Runner, record: dict[str, Any],
+                          windows: dict[str, ScalarWindow], where: str, memory: int | None,
+                          eta: float | None, created: float) -> None:
+        """Average the windows, publish the record (``message_hub.info["log_record"]``),
+        log the line and append the record (on the logger's writer thread, in order)."""
+        values = {name: window.mean() for name, window in windows.items()}
+        record.update(values)
+        runner.message_hub.info[LAST_RECORD_KEY] = record
+        snapshot = dict(record)  # what is written: another hook may change the published record
+        logger = runner.logger
+        if logger.isEnabledFor(logging.INFO):
+            log_at(logger, logging.INFO, _train_line(where, snapshot, values, memory, eta),
+                   created)
         self._write(runner, snapshot)
 
     def _eta(self, runner: Runner) -> float | None:

@@ -24,10 +24,12 @@ import torch
 
 from hookline.core import ConfigError
 from hookline.engine.checks import boolean, positive_int
+from hookline.engine.history_buffer import ScalarWindow
 from hookline.engine.hook import Hook
+from hookline.engine.logs import flush_logger, line_writer
 from hookline.engine.registries import HOOKS
 
-from .logger import collect_scalars, current_lrs, epoch_length, log_window
+from .logger import current_lrs, epoch_length, log_window, scalar_windows
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -40,7 +42,8 @@ class TensorboardLoggerHook(Hook):
     Only the main process writes. Training scalars are the same smoothed values
     :class:`~hookline.hooks.LoggerHook` logs (averaged over the iterations since
     the previous log step, read once per ``interval``: one host sync), written
-    at step ``iteration`` (1-based, counted over the whole run). Evaluation
+    at step ``iteration`` (1-based, counted over the whole run), averaged on
+    the Runner logger's writer thread, as LoggerHook's are. Evaluation
     metrics are written after each validation or test run. On resume the
     writer purges events at or after the resumed iteration, so curves do not
     double back. The writer is flushed after each evaluation and closed at the
@@ -109,14 +112,15 @@ class TensorboardLoggerHook(Hook):
         self._writer(runner)  # after a resume: purges the steps that will run again
 
     def after_run(self, runner: Runner) -> None:
-        self._close()
+        self._close(runner)
 
     def on_exception(self, runner: Runner, exception: BaseException) -> None:
-        self._close()
+        self._close(runner)
 
-    def _close(self) -> None:
+    def _close(self, runner: Runner) -> None:
         self._remove_grad_hooks()
         if self.writer is not None:
+            flush_logger(runner.logger)  # the training scalars queued on the logger's writer
             self.writer.close()
             self.writer = None
 
@@ -161,10 +165,14 @@ class TensorboardLoggerHook(Hook):
         writer = self._writer(runner)
         if writer is None:
             return
-        scalars = collect_scalars(runner, "train", count)
-        scalars.update(current_lrs(runner))
-        for name, value in scalars.items():
-            writer.add_scalar(f"train/{name}", value, step)
+        # averaging reads the values (a host-device sync): the logger's writer thread does it
+        windows = scalar_windows(runner, "train", count)
+        log_writer = line_writer(runner.logger)
+        args = (writer, windows, current_lrs(runner), step)
+        if log_writer is None:
+            _add_train_scalars(*args)
+        else:
+            log_writer.submit(_add_train_scalars, *args)
 
     def _write_histograms(self, runner: Runner, step: int) -> None:
         self._remove_grad_hooks()
@@ -192,4 +200,14 @@ class TensorboardLoggerHook(Hook):
         for name, value in metrics.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 writer.add_scalar(f"{mode}/{name}", float(value), runner.iter)
+        flush_logger(runner.logger)  # training scalars still queued go in first
         writer.flush()
+
+
+def _add_train_scalars(writer: Any, windows: dict[str, ScalarWindow], lrs: dict[str, float],
+                       step: int) -> None:
+    """Average each window and write it, then the learning rates, as ``train/<name>``."""
+    for name, window in windows.items():
+        writer.add_scalar(f"train/{name}", window.mean(), step)
+    for name, value in lrs.items():
+        writer.add_scalar(f"train/{name}", value, step)

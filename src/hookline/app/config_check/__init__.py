@@ -18,6 +18,7 @@ Nothing of the run exists while a config is checked, and nothing is written:
 
 Example::
 
+    >>> import hookline.demo.registry  # registers the demo's DigitsCNN
     >>> from hookline.app.config_check import validate_config
     >>> validate_config({"model": {"type": "DigitsCNN"},
     ...                  "hooks": [{"type": "CheckpointHook", "intervl": 2}]},

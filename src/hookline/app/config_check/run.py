@@ -12,6 +12,7 @@
 
 Example::
 
+    >>> import hookline.demo.registry  # registers the demo's DigitsCNN and DigitsDataset
     >>> from hookline.app.config_check.run import check_run
     >>> cfg = {"model": {"type": "DigitsCNN"}, "loss_fn": {"type": "CrossEntropyLoss"},
     ...        "val_dataloader": {"dataset": {"type": "DigitsDataset", "split": "val"}},
