@@ -30,6 +30,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils.data import DataLoader, TensorDataset
 
 from hookline import Hook, Runner
+from hookline.engine.logs import flush_logger
 from hookline.demo.model import DigitsCNN
 from hookline.hooks import CheckInvalidLossHook, EMAHook, GradientMonitorHook, KerasCallback
 
@@ -109,6 +110,9 @@ class EndIteration(Hook):
         self.recorder.iteration = None
         if self.cuda:
             torch.cuda.set_sync_debug_mode("default")
+            # the sync debug mode is the process's: the logger's writer thread reads this log
+            # step's values (its one sync) before a quiet iteration turns "error" on
+            flush_logger(runner.logger)
 
 
 def markers(recorder: ReadBackRecorder, quiet: set[int] | None = None) -> list[Hook]:
