@@ -109,6 +109,64 @@ def test_without_accumulation_every_call_steps():
     assert all(not torch.equal(a, b) for a, b in zip(before, params_of(model)))
 
 
+def _train_with(wrapper_of, steps: int = 6) -> tuple[list[torch.Tensor], OptimWrapper]:
+    """Weights after ``steps`` updates through ``wrapper_of(optimizer)``, and the wrapper."""
+    model = linear()
+    wrapper = wrapper_of(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    for x, y in batches(steps):
+        wrapper.update_params(F.mse_loss(model(x), y))
+    return params_of(model), wrapper
+
+
+def test_the_one_frame_update_makes_the_same_steps_as_the_general_path(monkeypatch):
+    """With nothing to add, update_params skips its own step methods; the weights are bit for
+    bit those of the general path (taken here because a hook is on an event)."""
+    ran: list[str] = []
+    for name in ("backward", "step", "zero_grad"):
+        original = getattr(OptimWrapper, name)
+
+        def spy(self, *args, _original=original, _name=name, **kwargs):
+            ran.append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(OptimWrapper, name, spy)
+    direct, wrapper = _train_with(OptimWrapper)
+    assert ran == [] and wrapper.inner_count == 6
+
+    def with_a_hook(optimizer):
+        wrapper = OptimWrapper(optimizer)
+        wrapper.before_step.register(lambda: None)
+        return wrapper
+
+    general, _ = _train_with(with_a_hook)
+    assert ran == ["backward", "step", "zero_grad"] * 6
+    assert all(torch.equal(a, b) for a, b in zip(direct, general))
+
+
+def test_a_step_method_replaced_by_a_subclass_or_on_the_instance_still_runs():
+    """A subclass overriding ``step`` (as MMEngine users write them) and a method assigned on
+    the instance both run: the one-frame update is only for the stock methods."""
+    calls: list[str] = []
+
+    class Counting(OptimWrapper):
+        def step(self, **kwargs):
+            calls.append("subclass step")
+            super().step(**kwargs)
+
+    _train_with(Counting, steps=2)
+    assert calls == ["subclass step"] * 2
+
+    def patched(optimizer):
+        wrapper = OptimWrapper(optimizer)
+        original = wrapper.zero_grad
+        wrapper.zero_grad = lambda **kwargs: calls.append("instance zero_grad") or original(**kwargs)
+        return wrapper
+
+    calls.clear()
+    _train_with(patched, steps=2)
+    assert calls == ["instance zero_grad"] * 2
+
+
 # -- learning rate and momentum ------------------------------------------------------------------
 
 def test_get_lr_and_get_momentum_have_mmengines_shape():

@@ -40,6 +40,9 @@ from .checks import boolean, finite_positive_float, positive_int
 from .registries import OPTIM_WRAPPERS
 
 _CLIP_NORM_KEYS = {"max_norm", "norm_type", "error_if_nonfinite", "foreach"}
+#: the methods :meth:`OptimWrapper.update_params` runs through; while a subclass or the instance
+#: replaces none of them it may run the update in one frame
+_STEP_METHODS = frozenset({"backward", "step", "zero_grad", "scale_loss", "should_update"})
 
 
 class OptimWrapperLike(Protocol):
@@ -189,11 +192,38 @@ class OptimWrapper:
         self.before_zero_grad = Event("before_zero_grad")
         self._inner_count = 0
         self._max_counts = -1
+        self._attributes = len(self.__dict__)  # more later: check for a replaced method
+
+    #: whether this class runs :meth:`update_params` through OptimWrapper's own step methods
+    _stock_methods = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._stock_methods = all(getattr(cls, name) is getattr(OptimWrapper, name)
+                                 for name in _STEP_METHODS)
 
     # -- the step ------------------------------------------------------------------------------
     def update_params(self, loss: torch.Tensor, step_kwargs: dict[str, Any] | None = None,
                       zero_kwargs: dict[str, Any] | None = None) -> None:
-        """Scale ``loss`` for accumulation, backward, and step + zero_grad when a group ends."""
+        """Scale ``loss`` for accumulation, backward, and step + zero_grad when a group ends.
+
+        In the common case (one backward per step, no clipping, no hook on the
+        wrapper's events, no step method replaced by a subclass or on the
+        instance) this makes the same three calls in one frame:
+        ``loss.backward()``, ``optimizer.step()``,
+        ``optimizer.zero_grad(set_to_none=True)``.
+        """
+        if (self._stock_methods and self.accumulative_counts == 1 and self.clip_grad is None
+                and not (step_kwargs or zero_kwargs or self.before_update or self.before_backward
+                         or self.after_backward or self.before_step or self.before_zero_grad)
+                and (len(self.__dict__) == self._attributes
+                     or not _STEP_METHODS.intersection(self.__dict__))):
+            loss.backward()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+            self._inner_count += 1
+            optimizer = self.optimizer
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            return
         self.before_update.emit(loss)
         self.backward(self.scale_loss(loss))
         if self.should_update():
