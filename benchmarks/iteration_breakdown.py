@@ -23,7 +23,19 @@ Rows:
 * ``default``: the default hooks; ``default, inline log``: with
   ``LoggerHook(background=False)``.
 
-    .venv/bin/python benchmarks/iteration_breakdown.py [--rounds 9] > /dev/null
+With ``--ablations``, rows that take one part of a hook's work away (the
+code is patched for that row only), to see what each part costs in a run:
+
+* ``lean + logger, writer idle``: the log writer thread runs nothing (no
+  averaging, line or record: only the training thread's share);
+* ``lean + logger, no-op hook``: LoggerHook's ``after_train_iter`` does
+  nothing (the cost of calling one more hook each iteration, plus the
+  drains at epoch ends);
+* ``lean + checkpoint, not written``: the checkpoint is serialised but the
+  writer thread does not write it;
+* ``lean + checkpoint, not saved``: ``save_checkpoint`` returns at once.
+
+    .venv/bin/python benchmarks/iteration_breakdown.py [--rounds 9] [--ablations] > /dev/null
 
 The runs' console lines go to stdout, as a Runner's do; the results go to stderr.
 """
@@ -38,7 +50,8 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -46,6 +59,9 @@ from torch.utils.data import DataLoader
 
 from _machine import cpu_model  # benchmarks/ is on sys.path when a script here runs
 from hookline import Runner
+from hookline.engine.checkpoint import CheckpointWriter
+from hookline.engine.log_writer import LogWriter
+from hookline.hooks import LoggerHook
 
 BATCH, EPOCHS, PER_EPOCH, LR = 32, 4, 256, 0.01
 OFF = ("logger", "timer", "checkpoint", "progress")
@@ -58,6 +74,42 @@ ROWS: dict[str, dict[str, Any] | None] = {
     "default": {},
     "default, inline log": {"logger": {"background": False}},
 }
+
+def _nothing(*_args: Any, **_kwargs: Any) -> None:
+    """The stand-in of a part taken away."""
+
+
+def _saved_nowhere(_runner: Any, path: Any, **_kwargs: Any) -> Any:
+    """``save_checkpoint`` taken away: the path, nothing saved."""
+    return path
+
+
+#: --ablations: row -> (default hooks, the part taken away: (owner, attribute, stand-in))
+ABLATIONS: dict[str, tuple[dict[str, Any], tuple[Any, str, Callable[..., Any]]]] = {
+    "lean + logger, writer idle": (ROWS["lean + logger"] or {}, (
+        LogWriter, "submit", _nothing)),
+    "lean + logger, no-op hook": (ROWS["lean + logger"] or {}, (
+        LoggerHook, "after_train_iter", _nothing)),
+    "lean + checkpoint, not written": (ROWS["lean + checkpoint"] or {}, (
+        CheckpointWriter, "write", _nothing)),
+    "lean + checkpoint, not saved": (ROWS["lean + checkpoint"] or {}, (
+        Runner, "save_checkpoint", _saved_nowhere)),
+}
+
+
+@contextmanager
+def taken_away(part: tuple[Any, str, Callable[..., Any]] | None) -> Iterator[None]:
+    """Replace ``owner.attribute`` with the stand-in for one row's run."""
+    if part is None:
+        yield
+        return
+    owner, attribute, stand_in = part
+    original = owner.__dict__[attribute]
+    setattr(owner, attribute, stand_in)
+    try:
+        yield
+    finally:
+        setattr(owner, attribute, original)
 
 
 def make_model() -> torch.nn.Module:
@@ -105,12 +157,23 @@ def run_row(default_hooks: dict[str, Any] | None, batches: list[Any]) -> tuple[f
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9, help="runs of each row")
-    parser.add_argument("--only", nargs="+", choices=list(ROWS), help="these rows (and plain)")
+    parser.add_argument("--only", nargs="+", choices=list(ROWS) + list(ABLATIONS),
+                        help="these rows (and plain)")
+    parser.add_argument("--ablations", action="store_true",
+                        help="add the rows that take one part of a hook's work away")
     args = parser.parse_args()
     torch.set_num_threads(1)
     logging.getLogger("hookline").propagate = False
     out = sys.stderr
     names = ["plain", *[n for n in (args.only or ROWS) if n != "plain"]]
+    if args.ablations:
+        names += [n for n in ABLATIONS if n not in names]
+    rows = {**ROWS, **{name: hooks for name, (hooks, _) in ABLATIONS.items()}}
+
+    def run(name: str) -> tuple[float, float]:
+        with taken_away(ABLATIONS[name][1] if name in ABLATIONS else None):
+            return run_row(rows[name], batches)
+
     batches = make_batches()
     iters = EPOCHS * PER_EPOCH
     print(f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
@@ -119,14 +182,14 @@ def main() -> int:
           f"= {iters} iterations per run; {args.rounds} rounds, rows shuffled in each; "
           "min over rounds", file=out)
     for name in names:  # one unmeasured run each: imports, first allocations, caches
-        run_row(ROWS[name], batches)
+        run(name)
     walls: dict[str, list[float]] = {n: [] for n in names}
     cpus: dict[str, list[float]] = {n: [] for n in names}
     for round_ in range(args.rounds):
         order = names[:]
         random.Random(round_).shuffle(order)
         for name in order:
-            wall, cpu = run_row(ROWS[name], batches)
+            wall, cpu = run(name)
             walls[name].append(wall)
             cpus[name].append(cpu)
     base_wall, base_cpu = min(walls["plain"]), min(cpus["plain"])
