@@ -355,9 +355,13 @@ class Runner(RunnerAttributes):
         ranks agree over a gloo group, after every ``signal_sync_interval``-th iteration
         and at every other point the loops check)."""
         stop = self._stop
-        if stop is not None and (not after_iteration or self._stop_group is None
-                                 or self.state.iter % self.signal_sync_interval == 0):
-            interrupt_on_signal(self, stop, self._stop_group)
+        if stop is not None:
+            group = self._stop_group
+            if group is None:
+                if stop.signum is not None:  # one process: only its own flag to look at
+                    interrupt_on_signal(self, stop)
+            elif not after_iteration or self.state.iter % self.signal_sync_interval == 0:
+                interrupt_on_signal(self, stop, group)
         return self.state.stop_training
 
     def release_ddp(self) -> None:

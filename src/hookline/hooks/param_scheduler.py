@@ -90,10 +90,11 @@ class ParamSchedulerHook(Hook):
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
-        wrapper = runner.optim_wrapper
-        if wrapper is None or wrapper.should_step_schedulers():  # once per optimizer step
-            for scheduler in self._per_iter:
-                scheduler.step()
+        if self._per_iter:
+            wrapper = runner.optim_wrapper
+            if wrapper is None or wrapper.should_step_schedulers():  # once per optimizer step
+                for scheduler in self._per_iter:
+                    scheduler.step()
         if self._epoch_length and (runner.iter + 1) % self._epoch_length == 0:
             for scheduler in self._per_epoch:
                 scheduler.step()
