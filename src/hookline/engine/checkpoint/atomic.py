@@ -25,8 +25,8 @@ import contextlib
 import errno
 import logging
 import os
+import random
 import re
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -40,19 +40,26 @@ LATEST_FILENAME = "latest"
 
 _LOG = logging.getLogger("hookline")
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
-# what tempfile.mkstemp(prefix=".<name>.", suffix=".tmp") creates: 8 random [a-z0-9_] characters
+# what _open_temp creates: 8 random [a-z0-9_] characters
 _TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp")
 
 
-def _umask() -> int:
-    """The process umask, read without changing it where the platform allows."""
-    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+_TEMP_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
+_TEMP_NAMES = random.Random()  # its own generator: the run's seeded `random` is not touched
+_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+
+
+def _open_temp(path: Path) -> tuple[int, Path]:
+    """Create ``.<name>.<8 random characters>.tmp`` next to ``path``, exclusively, with the
+    permissions a plain ``open()`` gives (0666 less the umask, applied by the OS)."""
+    for _ in range(100):
+        tag = "".join(_TEMP_NAMES.choices(_TEMP_CHARS, k=8))
+        tmp = path.with_name(f".{path.name}.{tag}.tmp")
+        try:
+            return os.open(tmp, _OPEN_FLAGS, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temp file name", str(path.parent))
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -72,16 +79,12 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> Path:
     """Write ``path`` through a temp file in its folder: write, flush, fsync, replace,
     fsync the folder. On failure the temp file is removed and ``path`` is untouched."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
+    fd, tmp = _open_temp(path)
     try:
         with os.fdopen(fd, "wb") as stream:
             write(stream)
             stream.flush()
             os.fsync(stream.fileno())
-        # mkstemp creates 0600 files; give the result the permissions a plain open() would.
-        with contextlib.suppress(OSError):
-            os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
