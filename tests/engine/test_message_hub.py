@@ -46,6 +46,22 @@ def test_mean_mixes_numbers_and_tensors_of_any_shape_with_one_element():
     assert hub.mean("x") == pytest.approx(2.0)
 
 
+def test_windows_are_taken_now_and_read_later():
+    """A logger takes the windows at a log step and averages them on another thread: values
+    recorded after the windows were taken do not leak into them."""
+    hub = MessageHub(window=4)
+    for step in range(1, 4):
+        hub.update_many("train", {"loss": torch.tensor(float(step)), "time": 0.5 * step})
+    hub.update_scalar("train/samples", 10.0, count=2)
+    windows = hub.windows("train/", count=2)
+    hub.update_many("train", {"loss": torch.tensor(100.0), "time": 100.0})
+    assert sorted(windows) == ["loss", "samples", "time"]
+    assert windows["loss"].mean() == 2.5
+    assert windows["time"].mean() == 1.25
+    assert windows["samples"].counts == [2] and windows["samples"].mean() == 10.0
+    assert hub.mean("train/loss", 2) == 51.5  # the hub itself moved on
+
+
 def test_update_many_keeps_scalars_only_under_a_prefix():
     hub = MessageHub()
     hub.update_many("train", {"loss": torch.tensor(0.5), "acc": 0.75, "count": 3,

@@ -67,8 +67,8 @@ class ScalarWindow(NamedTuple):
             floats = _floats(values)
             return sum(v * c for v, c in zip(floats, counts)) / sum(counts)
         tensors = [v for v in values if isinstance(v, torch.Tensor)]
-        if not tensors:
-            return sum(float(v) for v in values) / len(values)
+        if not tensors:  # numbers (times, floats a model logged)
+            return float(sum(values)) / len(values)
         if len(tensors) == len(values):  # the common case: one stack, one read (one sync)
             if len(tensors) == 1 and tensors[0].numel() == 1:
                 return float(tensors[0].item())
