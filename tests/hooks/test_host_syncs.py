@@ -30,8 +30,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils.data import DataLoader, TensorDataset
 
 from hookline import Hook, Runner
-from hookline.engine.logs import flush_logger
 from hookline.demo.model import DigitsCNN
+from hookline.engine.logs import flush_logger
 from hookline.hooks import CheckInvalidLossHook, EMAHook, GradientMonitorHook, KerasCallback
 
 from ._toy import one_thread  # noqa: F401  (autouse: one thread)
