@@ -40,3 +40,10 @@ def test_sync_norm_hook_and_collectives_on_two_ranks(tmp_path):
         assert result["gathered"] == [{"rank": 0}, {"rank": 1}] and result["broadcast"] == 2.0
         assert result["allreduce_params"] == [0.5, 0.5]
         assert result["collected"] == (["r0a", "r1a", "r0b"] if rank == 0 else None)
+    # hookline's exit handler destroyed the process group and joined gloo's worker threads
+    # before the interpreter finalised: a worker that let go of a collective's tensors only
+    # then could not take the interpreter lock, and aborted the process
+    for rank in (0, 1):
+        threads = tmp_path / f"threads_rank{rank}.txt"
+        if threads.exists():  # Linux: /proc/self/task
+            assert threads.read_text() == "1", f"rank {rank}: threads left at exit"

@@ -40,15 +40,25 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _shutdown_distributed(runner_ref: weakref.ref[Runner]) -> None:
-    """At exit, while the interpreter is still whole: free the DDP wrapper (its reducer holds
-    gloo work objects whose destruction at interpreter teardown aborts the process), then
-    destroy the process group this process created."""
+def _shutdown_distributed(runner_ref: weakref.ref[Runner], destroy: bool) -> None:
+    """At exit, while the interpreter is still whole: let go of the process group, and
+    destroy it if this process created it, so that gloo's worker threads end here.
+
+    A gloo worker may still hold a finished collective whose tensors Python dropped. If it
+    lets go of it only once the interpreter is finalising, it cannot take the interpreter
+    lock and the process aborts ("terminate called without an active exception": about
+    once in 70 two-rank runs on a loaded 2-core machine). The DDP wrapper is collected
+    first (its reducer holds the group too), while this function still holds the group;
+    the group's last reference then goes from Python, whose destructor releases the lock
+    while it joins the workers.
+    """
     runner = runner_ref()
-    if runner is not None:
-        runner.release_ddp()
+    group = runner.release_distributed() if runner is not None else None
+    del runner  # no strong reference while the collector runs
     gc.collect()
-    distributed.destroy()
+    if destroy:
+        distributed.destroy()
+    del group  # the last reference when the group was destroyed (by us, or by the user)
 
 
 def check_device(device: Any) -> None:
@@ -136,6 +146,7 @@ def check_work_dir(work_dir: Any) -> Path:
     return path
 
 
-def destroy_at_exit(runner: Runner) -> None:
-    """Tear down the process group this process created when it exits, DDP wrapper first."""
-    atexit.register(_shutdown_distributed, weakref.ref(runner))
+def release_at_exit(runner: Runner, *, destroy: bool) -> None:
+    """When the process exits, let go of the process group ``runner`` holds (and destroy it
+    when this process created it, ``destroy``), before the interpreter finalises."""
+    atexit.register(_shutdown_distributed, weakref.ref(runner), destroy)

@@ -40,7 +40,7 @@ from .closure_hook import ClosureHook
 from .config_dict import ConfigDict, plain_arguments
 from .data import build_dataloader, loader_length
 from .default_hooks import default_hook_specs
-from .environment import destroy_at_exit, resolve_device, seed_everything
+from .environment import release_at_exit, resolve_device, seed_everything
 from .evaluator import build_metrics
 from .hook import Hook
 from .hook_adapters import adapt_hook
@@ -110,8 +110,8 @@ class Runner(RunnerAttributes):
         #: iterations between the ranks' agreement on a stop signal (see :meth:`check_stop`)
         self.signal_sync_interval = signal_sync_interval
         seed_everything(seed)
-        if distributed.init_from_env(str(device)):
-            destroy_at_exit(self)
+        #: whether this Runner started the process group (it then destroys it at exit)
+        self._owns_process_group = distributed.init_from_env(str(device))
         self.rank, self.world_size = distributed.get_rank(), distributed.get_world_size()
         self.device = resolve_device(device)
         if self.device.type == "cuda" and self.world_size > 1:
@@ -170,6 +170,7 @@ class Runner(RunnerAttributes):
         if self.world_size > 1:
             self.ddp_model = distributed.wrap_ddp(StepModule(self.model, self.loss_fn), self.device)
             self._stop_group = distributed.control_group()
+            release_at_exit(self, destroy=self._owns_process_group)
 
     def _build_loops(self, train: Any, val: Any, test: Any, max_epochs: int | None,
                      max_iters: int | None, val_interval: int | None,
@@ -364,10 +365,14 @@ class Runner(RunnerAttributes):
                 interrupt_on_signal(self, stop, group)
         return self.state.stop_training
 
-    def release_ddp(self) -> None:
-        """Drop the DistributedDataParallel wrapper (before the process group is destroyed)."""
+    def release_distributed(self) -> Any:
+        """Drop what holds the process group: the DistributedDataParallel wrapper and the
+        stop-flag group. Returns that group (None on one process) for the caller to drop
+        last, once the wrapper is collected (see ``environment.release_at_exit``)."""
+        group, self._stop_group = self._stop_group, None
         self.ddp_model = None
         self._train_step = None
+        return group
 
     # -- checkpoints ------------------------------------------------------------------
     def save_checkpoint(self, path: str | Path, *, save_optimizer: bool = True,

@@ -5,13 +5,17 @@ layer on each rank's shard, so the running statistics differ by rank, with
 toypose's ``SyncNormHook`` (an mmpose-style ``before_val_epoch`` all-reduce
 through ``hookline.compat.mmengine.dist``); records the statistics before
 and after it, and the results of the compat collectives, into
-``--out/result_rank{R}.json``.
+``--out/result_rank{R}.json``; and, at the very end of the exit handlers (after
+hookline's, which destroys the process group), how many threads the process still
+has, into ``--out/threads_rank{R}.txt`` (Linux).
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -37,10 +41,17 @@ class Snapshot(Hook):
         self.into[self.key] = {"mean": bn.running_mean.tolist(), "var": bn.running_var.tolist()}
 
 
+def count_threads(path: Path) -> None:
+    """Registered before the Runner exists, so it runs after hookline's exit handler."""
+    if os.path.isdir("/proc/self/task"):
+        path.write_text(str(len(os.listdir("/proc/self/task"))))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     out = Path(parser.parse_args().out)
+    atexit.register(count_threads, out / f"threads_rank{os.environ.get('RANK', '0')}.txt")
     generator = torch.Generator().manual_seed(5)
     x = torch.randn(32, 4, generator=generator) * torch.arange(1.0, 5.0)
     data = TensorDataset(x, (x[:, 0] > 0).long())
