@@ -40,25 +40,36 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _shutdown_distributed(runner_ref: weakref.ref[Runner], destroy: bool) -> None:
+class _ExitRelease:
+    """The multi-process Runners of this process, let go of at exit by one handler
+    (registered with the first of them, so it runs after exit handlers registered before)."""
+
+    def __init__(self) -> None:
+        self.runners: weakref.WeakSet[Runner] = weakref.WeakSet()
+        self.destroy = False  # a Runner initialised the process group: destroy it too
+        self.registered = False
+
+
+_EXIT_RELEASE = _ExitRelease()
+
+
+def _shutdown_distributed(release: _ExitRelease) -> None:
     """At exit, while the interpreter is still whole: let go of the process group, and
-    destroy it if this process created it, so that gloo's worker threads end here.
+    destroy it if a Runner of this process created it, so that gloo's worker threads end here.
 
     A gloo worker may still hold a finished collective whose tensors Python dropped. If it
     lets go of it only once the interpreter is finalising, it cannot take the interpreter
     lock and the process aborts ("terminate called without an active exception": about
-    once in 70 two-rank runs on a loaded 2-core machine). The DDP wrapper is collected
-    first (its reducer holds the group too), while this function still holds the group;
-    the group's last reference then goes from Python, whose destructor releases the lock
+    once in 70 two-rank runs on a loaded 2-core machine). The DDP wrappers are collected
+    first (their reducers hold the group too), while this function still holds the
+    groups; the last references then go from Python, whose destructor releases the lock
     while it joins the workers.
     """
-    runner = runner_ref()
-    group = runner.release_distributed() if runner is not None else None
-    del runner  # no strong reference while the collector runs
-    gc.collect()
-    if destroy:
+    groups = [runner.release_distributed() for runner in list(release.runners)]
+    gc.collect()  # no strong reference to a Runner is left here
+    if release.destroy:
         distributed.destroy()
-    del group  # the last reference when the group was destroyed (by us, or by the user)
+    del groups  # the last references once the group was destroyed (by us, or by the user)
 
 
 def check_device(device: Any) -> None:
@@ -148,5 +159,9 @@ def check_work_dir(work_dir: Any) -> Path:
 
 def release_at_exit(runner: Runner, *, destroy: bool) -> None:
     """When the process exits, let go of the process group ``runner`` holds (and destroy it
-    when this process created it, ``destroy``), before the interpreter finalises."""
-    atexit.register(_shutdown_distributed, weakref.ref(runner), destroy)
+    when ``destroy``: this process created it), before the interpreter finalises."""
+    _EXIT_RELEASE.runners.add(runner)
+    _EXIT_RELEASE.destroy = _EXIT_RELEASE.destroy or destroy
+    if not _EXIT_RELEASE.registered:
+        _EXIT_RELEASE.registered = True
+        atexit.register(_shutdown_distributed, _EXIT_RELEASE)
