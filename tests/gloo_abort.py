@@ -6,7 +6,7 @@ gloo test (``hooks/test_sync_buffers.py`` under ``mp.spawn``,
 without an active exception"; each passed on every rerun (17 targeted reruns,
 7 under load). That message is ``std::terminate`` in C++, not a Python error.
 
-Cause, found later with a core dump (about 1 run in 70 under load): at exit,
+Cause, found later with a core dump (3 runs in 242 under load): at exit,
 a gloo worker thread (``ProcessGroupGloo::runLoop``) let go of a finished
 collective (an all-gather) only once the interpreter was finalising; dropping
 its tensors needed the interpreter lock, the finalising interpreter ended the

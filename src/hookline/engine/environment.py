@@ -60,7 +60,7 @@ def _shutdown_distributed(release: _ExitRelease) -> None:
     A gloo worker may still hold a finished collective whose tensors Python dropped. If it
     lets go of it only once the interpreter is finalising, it cannot take the interpreter
     lock and the process aborts ("terminate called without an active exception": about
-    once in 70 two-rank runs on a loaded 2-core machine). The DDP wrappers are collected
+    once in 80 two-rank runs on a loaded 2-core machine). The DDP wrappers are collected
     first (their reducers hold the group too), while this function still holds the
     groups; the last references then go from Python, whose destructor releases the lock
     while it joins the workers.
