@@ -34,7 +34,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .log_writer import LogWriter
 
@@ -219,17 +219,33 @@ def log_queued(logger: logging.Logger, level: int, msg: str | Callable[[], str])
 
 def line_writer(logger: logging.Logger) -> LogWriter | None:
     """The writer that takes :func:`log_queued`'s lines now: None on other ranks and while
-    a progress bar owns the console (lines are then written on the calling thread).
-
-    A logging hook that does more than one line's work per log step (averaging,
-    a record) hands it all to this writer in one call, or runs it at once when
-    there is none.
-    """
+    a progress bar owns the console (lines are then written on the calling thread)."""
     writer = writer_of(logger)
     if writer is None:
         return None
     console = console_of(logger)
     return None if console is not None and console.writer is not None else writer
+
+
+def run_with_lines(logger: logging.Logger, fn: Callable[..., Any], *args: Any) -> None:
+    """``fn(*args)`` on ``logger``'s writer thread, in order with its queued lines, or at
+    once on this thread where :func:`line_writer` is None. A logging hook hands a log
+    step's work (averaging, the line, a record) over in one call this way.
+
+    Example::
+
+        >>> logger = make_logger(None, main_process=True, console=False)
+        >>> done = []
+        >>> run_with_lines(logger, done.append, "averaged")
+        >>> flush_logger(logger); done
+        ['averaged']
+        >>> close_logger(logger)
+    """
+    writer = line_writer(logger)
+    if writer is None:
+        fn(*args)
+    else:
+        writer.submit(fn, *args)
 
 
 def log_at(logger: logging.Logger, level: int, text: str, created: float) -> None:

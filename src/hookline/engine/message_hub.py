@@ -95,18 +95,13 @@ class MessageHub:
 
     def update_many(self, prefix: str, values: dict[str, Any]) -> None:
         """Record the scalar entries of ``values`` as ``prefix/name``."""
-        scalars = self._scalars
         for name, value in values.items():
             if isinstance(value, torch.Tensor):
                 if value.numel() != 1:
                     continue
             elif not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
-            history = scalars.get(f"{prefix}/{name}")  # update()'s work, without its call
-            if history is None:
-                self.update(f"{prefix}/{name}", value)
-            else:
-                history.update(value)
+            self.update(f"{prefix}/{name}", value)
 
     def get_scalar(self, key: str) -> HistoryBuffer:
         """The :class:`HistoryBuffer` of ``key`` (``KeyError`` when it was never recorded)."""

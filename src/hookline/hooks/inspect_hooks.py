@@ -48,7 +48,7 @@ from hookline.engine.registries import HOOKS
 from hookline.inspect import GradientMonitor
 from hookline.inspect.gradients import ALERT_KINDS
 
-from .logger import log_window
+from .log_steps import log_window
 from .tensorboard import TensorboardLoggerHook
 
 if TYPE_CHECKING:

@@ -14,10 +14,9 @@ and each line of ``metrics.jsonl`` is one JSON object, e.g.
 ``{"mode": "val", "epoch": 2, "iter": 90, "loss": 0.11, "accuracy": 0.97}``
 (plus ``"weights": "ema"`` when :class:`~hookline.hooks.EMAHook` evaluated with its average).
 
-The module also holds what every logging hook shares: :func:`log_window`
-(is this iteration a log step, and over how many iterations to average) and
-:func:`collect_scalars` (the smoothed scalars of one log step, from
-:func:`scalar_windows`), used by :class:`~hookline.hooks.TensorboardLoggerHook` too.
+What every logging hook shares (:func:`log_window`, :func:`scalar_windows`,
+:func:`collect_scalars` ...) is in :mod:`hookline.hooks.log_steps` (importable
+from here too, where it used to live).
 """
 
 from __future__ import annotations
@@ -36,9 +35,18 @@ from hookline.engine.checks import boolean, positive_int
 from hookline.engine.data import loader_length
 from hookline.engine.history_buffer import ScalarWindow
 from hookline.engine.hook import Hook
-from hookline.engine.logs import flush_logger, line_writer, log_at, log_queued, writer_of
+from hookline.engine.logs import flush_logger, log_at, log_queued, run_with_lines, writer_of
 from hookline.engine.registries import HOOKS
 
+from .log_steps import LAST_COLUMNS as _LAST
+from .log_steps import collect_scalars as collect_scalars  # re-exported: its old home
+from .log_steps import (
+    current_lrs,
+    epoch_length,
+    log_window,
+    scalar_windows,
+    total_train_iters,
+)
 from .metrics_file import json_line, trim_records
 
 if TYPE_CHECKING:
@@ -49,92 +57,6 @@ LAST_RECORD_KEY = "log_record"
 #: message-hub info naming the weights the current evaluation runs with, set by a hook that
 #: swaps them in (EMAHook: ``"ema"``); LoggerHook copies it into the record as ``"weights"``
 EVAL_WEIGHTS_KEY = "eval_weights"
-_LAST = ("time", "data_time")
-
-
-def log_window(runner: Runner, batch_idx: int, interval: int, by_epoch: bool = True,
-               ignore_last: bool = False) -> int | None:
-    """How many iterations to average over if this training iteration is a log step, else None.
-
-    A log step is every ``interval``-th iteration: of the epoch (``by_epoch``
-    in an epoch-based run, plus the last, shorter group of each epoch unless
-    ``ignore_last``) or of the whole run (plus the run's last iteration).
-    Called from ``after_train_iter``, before ``runner.iter`` advances.
-    """
-    per_epoch = by_epoch and runner.by_epoch
-    done = batch_idx + 1 if per_epoch else runner.iter + 1
-    if done % interval == 0:
-        return interval
-    if ignore_last:
-        return None
-    if done == (epoch_length(runner) if per_epoch else total_train_iters(runner)):
-        return (done - 1) % interval + 1
-    return None
-
-
-def _order(name: str) -> tuple[int, str]:
-    if name == "loss":
-        return (0, "")
-    if name in _LAST:
-        return (3, str(_LAST.index(name)))
-    return (1 if "loss" in name else 2, "")
-
-
-def scalar_windows(runner: Runner, mode: str = "train", count: int | None = None
-                   ) -> dict[str, ScalarWindow]:
-    """The last ``count`` records of each ``{mode}/<name>`` key of ``runner.message_hub``,
-    taken now and unread (:class:`~hookline.engine.history_buffer.ScalarWindow`).
-
-    Keys come back without the prefix, ordered ``loss`` first, then other
-    losses, then everything else, then ``time`` and ``data_time``. Taking
-    them costs no host-device sync: averaging them (``window.mean()``) does,
-    so LoggerHook averages on its writer thread.
-    """
-    windows = runner.message_hub.windows(f"{mode}/", count)
-    return {name: windows[name] for name in sorted(windows, key=_order)}
-
-
-def collect_scalars(runner: Runner, mode: str = "train", count: int | None = None) -> dict[str, float]:
-    """The smoothed scalars of one log step: the mean of each of :func:`scalar_windows`.
-    Reading a device tensor is a host sync, so call this at log steps only.
-
-    Example::
-
-        >>> from types import SimpleNamespace
-        >>> from hookline.engine.message_hub import MessageHub
-        >>> hub = MessageHub()
-        >>> for t, loss in ((0.5, 2.0), (0.25, 1.0)):
-        ...     hub.update_many("train", {"time": t, "acc": 0.5, "loss": loss})
-        >>> collect_scalars(SimpleNamespace(message_hub=hub), "train", count=2)
-        {'loss': 1.5, 'acc': 0.5, 'time': 0.375}
-    """
-    return {name: window.mean() for name, window in scalar_windows(runner, mode, count).items()}
-
-
-def current_lrs(runner: Runner) -> dict[str, float]:
-    """``{"lr": ...}`` of the first parameter group, plus ``lr_groupN`` for groups that differ."""
-    optimizer = getattr(runner, "optimizer", None)
-    if optimizer is None:
-        return {}
-    groups = optimizer.param_groups
-    lrs = {"lr": float(groups[0]["lr"])}
-    for i, group in enumerate(groups[1:], 1):
-        if float(group["lr"]) != lrs["lr"]:
-            lrs[f"lr_group{i}"] = float(group["lr"])
-    return lrs
-
-
-def total_train_iters(runner: Runner) -> int | None:
-    """Training iterations of the whole run (None: not known yet, in a run of ``max_epochs``
-    over a train dataloader without a length; see docs/engine.md)."""
-    max_iters = runner.max_iters
-    return None if max_iters is None else int(max_iters)
-
-
-def epoch_length(runner: Runner) -> int | None:
-    """Batches per training epoch (None: not known yet, a loader without a length)."""
-    loop = runner.train_loop
-    return loop.epoch_length if loop is not None else loader_length(runner.train_dataloader)
 
 
 def _of(done: int, total: int | None) -> str:
@@ -185,7 +107,7 @@ class LoggerHook(Hook):
 
     At a log step the training thread only takes the windows of values (the
     tensors, unread) and the position, and queues them: the logger's writer
-    thread (:func:`hookline.engine.logs.line_writer`) averages them (so the
+    thread (:func:`hookline.engine.logs.run_with_lines`) averages them (so the
     host-device sync is not the training thread's), publishes the record as
     ``message_hub.info["log_record"]``, formats the line and writes both, in
     order. While a progress bar is open this all happens at once, on the
@@ -320,12 +242,8 @@ class LoggerHook(Hook):
             where = f"Epoch(train) [{runner.epoch + 1}][{_of(batch_idx + 1, epoch_length(runner))}]"
         else:
             where = f"Iter(train) [{_of(runner.iter + 1, total_train_iters(runner))}]"
-        writer = line_writer(runner.logger)
-        args = (runner, record, windows, where, memory, self._eta(runner), time.time())
-        if writer is None:
-            self._finish_train_log(*args)
-        else:
-            writer.submit(self._finish_train_log, *args)
+        run_with_lines(runner.logger, self._finish_train_log, runner, record, windows, where,
+                       memory, self._eta(runner), time.time())
 
     def _finish_train_log(self, runner: Runner, record: dict[str, Any],
                           windows: dict[str, ScalarWindow], where: str, memory: int | None,

@@ -27,7 +27,8 @@ from hookline.engine.hook import Hook
 from hookline.engine.logs import ConsoleHandler, ConsoleWriter, console_of
 from hookline.engine.registries import HOOKS
 
-from .logger import LAST_RECORD_KEY, total_train_iters
+from .log_steps import total_train_iters
+from .logger import LAST_RECORD_KEY
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner

@@ -26,10 +26,10 @@ from hookline.core import ConfigError
 from hookline.engine.checks import boolean, positive_int
 from hookline.engine.history_buffer import ScalarWindow
 from hookline.engine.hook import Hook
-from hookline.engine.logs import flush_logger, line_writer
+from hookline.engine.logs import flush_logger, run_with_lines
 from hookline.engine.registries import HOOKS
 
-from .logger import current_lrs, epoch_length, log_window, scalar_windows
+from .log_steps import current_lrs, epoch_length, log_window, scalar_windows
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -166,13 +166,8 @@ class TensorboardLoggerHook(Hook):
         if writer is None:
             return
         # averaging reads the values (a host-device sync): the logger's writer thread does it
-        windows = scalar_windows(runner, "train", count)
-        log_writer = line_writer(runner.logger)
-        args = (writer, windows, current_lrs(runner), step)
-        if log_writer is None:
-            _add_train_scalars(*args)
-        else:
-            log_writer.submit(_add_train_scalars, *args)
+        run_with_lines(runner.logger, _add_train_scalars, writer,
+                       scalar_windows(runner, "train", count), current_lrs(runner), step)
 
     def _write_histograms(self, runner: Runner, step: int) -> None:
         self._remove_grad_hooks()
