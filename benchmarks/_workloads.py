@@ -14,7 +14,7 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,20 @@ class Workload:
     epochs: int
     input_shape: tuple[int, ...]
     description: str
+    hidden: int = 64  # the MLP's hidden width (``--hidden``: a bigger step, the same hooks)
+
+    def widened(self, hidden: int) -> Workload:
+        """The MLP with ``hidden`` units (how the hooks' fixed cost compares with a bigger step).
+
+        Example::
+
+            >>> WORKLOADS["mlp"].widened(1024).description
+            'MLP 32-1024-10 on 8,192 synthetic samples, batch 32'
+        """
+        if self.name != "mlp":
+            raise ValueError("--hidden applies to the mlp workload only")
+        return replace(self, hidden=hidden,
+                       description=self.description.replace("32-64-10", f"32-{hidden}-10"))
 
 
 WORKLOADS = {
@@ -40,7 +54,8 @@ def build_model(torch, workload: Workload):
     """The workload's model (torch is passed in: only worker processes import it)."""
     nn = torch.nn
     if workload.name == "mlp":
-        return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+        hidden = workload.hidden
+        return nn.Sequential(nn.Linear(32, hidden), nn.ReLU(), nn.Linear(hidden, 10))
 
     class Block(nn.Module):
         def __init__(self, cin: int, cout: int, stride: int) -> None:

@@ -1,14 +1,15 @@
 """Where the Runner's time per iteration goes: the plain loop, the lean Runner, each default hook.
 
 ``runner_overhead.py`` compares whole runs, one process each, and on a busy
-machine its rows move by several percent from run to run. This script asks a
-narrower question precisely: how many microseconds per iteration each layer
-adds. Every row trains the same MLP (runner_overhead's: 32-64-10, batch 32,
-SGD) for 4 epochs of 256 iterations over the same pre-made batches, read
-through a ``DataLoader(batch_size=None)`` so that the data costs almost
-nothing and costs every row the same. All rows run in one process, in a
-shuffled order in each round; for each row the minimum over the rounds is
-kept, of the wall time and of the training thread's own CPU time
+machine its rows move by several percent from run to run. This script asks
+a narrower question precisely: how many microseconds per iteration each
+layer adds. Every row trains the same MLP (runner_overhead's: 32-64-10, or
+32-N-10 with ``--hidden N``; batch 32, SGD) for 4 epochs of 256 iterations
+over the same pre-made batches, read through a
+``DataLoader(batch_size=None)`` so that the data costs almost nothing and
+costs every row the same. All rows run in one process, in a shuffled order
+in each round; for each row the minimum over the rounds is kept, of the
+wall time and of the training thread's own CPU time
 (``time.thread_time``: what the background log and checkpoint writers take
 is not in it, the wall time has it). One torch thread.
 
@@ -112,9 +113,14 @@ def taken_away(part: tuple[Any, str, Callable[..., Any]] | None) -> Iterator[Non
         setattr(owner, attribute, original)
 
 
+HIDDEN = [64]  # the MLP's hidden width (--hidden)
+
+
 def make_model() -> torch.nn.Module:
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    hidden = HIDDEN[0]
+    return torch.nn.Sequential(torch.nn.Linear(32, hidden), torch.nn.ReLU(),
+                               torch.nn.Linear(hidden, 10))
 
 
 def make_batches() -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -159,9 +165,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=9, help="runs of each row")
     parser.add_argument("--only", nargs="+", choices=list(ROWS) + list(ABLATIONS),
                         help="these rows (and plain)")
+    parser.add_argument("--hidden", type=int, default=64,
+                        help="the MLP's hidden width (64: runner_overhead's; wider: a bigger step)")
     parser.add_argument("--ablations", action="store_true",
                         help="add the rows that take one part of a hook's work away")
     args = parser.parse_args()
+    if args.hidden < 1:
+        parser.error(f"--hidden takes a positive width, got {args.hidden}")
+    HIDDEN[0] = args.hidden
     torch.set_num_threads(1)
     logging.getLogger("hookline").propagate = False
     out = sys.stderr
@@ -178,7 +189,7 @@ def main() -> int:
     iters = EPOCHS * PER_EPOCH
     print(f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
           f"torch {torch.__version__}, 1 torch thread", file=out)
-    print(f"MLP 32-64-10, batch {BATCH}, {EPOCHS} epochs x {PER_EPOCH} pre-made batches "
+    print(f"MLP 32-{args.hidden}-10, batch {BATCH}, {EPOCHS} epochs x {PER_EPOCH} pre-made batches "
           f"= {iters} iterations per run; {args.rounds} rounds, rows shuffled in each; "
           "min over rounds", file=out)
     for name in names:  # one unmeasured run each: imports, first allocations, caches

@@ -5,9 +5,11 @@ training framework adds per iteration shows: Linear(32, 64)-ReLU-Linear(64, 10)
 on 8,192 synthetic samples, batch 32 (256 iterations an epoch), 4 epochs =
 1,024 iterations, SGD, CrossEntropyLoss, one thread, a shuffling DataLoader.
 ``--workload resnet18`` trains a ResNet-18-shaped CNN at batch 128 instead
-(``_workloads.py``). ``--device cuda`` runs every contender on the GPU: the
-loader pins memory, batches move with ``non_blocking=True``, and each timed
-span ends with ``torch.cuda.synchronize()``; ``--device cpu`` hides any GPU
+(``_workloads.py``); ``--hidden N`` widens the MLP's hidden layer (64 by
+default), for how the same hooks compare with a bigger step. ``--device
+cuda`` runs every contender on the GPU: the loader pins memory, batches move
+with ``non_blocking=True``, and each timed span ends with
+``torch.cuda.synchronize()``; ``--device cpu`` hides any GPU
 (``CUDA_VISIBLE_DEVICES=""``), so that no framework picks one on its own.
 
 Contenders, each run in its own fresh subprocess, round-robin (the order is
@@ -46,6 +48,7 @@ Reported: medians and the wall minimum, and each median over the plain loop's.
 
     .venv-bench/bin/python benchmarks/runner_overhead.py [--repeat 5] [--quick]
     .venv-bench/bin/python benchmarks/runner_overhead.py --device cuda --workload resnet18
+    .venv-bench/bin/python benchmarks/runner_overhead.py --hidden 1024 --only plain hookline
     .venv-bench/bin/python benchmarks/runner_overhead.py --profile-hookline
 """
 
@@ -281,8 +284,9 @@ def run_once(name: str, spec: Spec) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     if not spec.cuda:
         env["CUDA_VISIBLE_DEVICES"] = ""  # no framework picks a GPU on its own
+    width = ["--hidden", str(spec.workload.hidden)] if spec.workload.name == "mlp" else []
     proc = subprocess.run([sys.executable, __file__, "--worker", name, "--samples",
-                           str(spec.samples), "--workload", spec.workload.name,
+                           str(spec.samples), "--workload", spec.workload.name, *width,
                            "--device", spec.device],
                           env=env, capture_output=True, text=True, timeout=600)
     for line in reversed(proc.stdout.splitlines()):
@@ -324,12 +328,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="mlp (default: overhead-dominated) or resnet18 (batch 128, "
                              "3x64x64 images)")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda / cuda:N")
+    parser.add_argument("--hidden", type=int, default=None,
+                        help="the mlp workload's hidden width (default 64): a bigger step")
     parser.add_argument("--worker", choices=CONTENDERS, help=argparse.SUPPRESS)
     parser.add_argument("--samples", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not (args.device == "cpu" or args.device.startswith("cuda")):
         parser.error(f"--device must be cpu, cuda or cuda:N, got {args.device!r}")
     workload = WORKLOADS[args.workload]
+    if args.hidden is not None:
+        if args.workload != "mlp" or args.hidden < 1:
+            parser.error(f"--hidden takes a positive width for --workload mlp, got "
+                         f"{args.hidden} for {args.workload}")
+        workload = workload.widened(args.hidden)
     samples = args.samples or (workload.samples // 8 if args.quick else workload.samples)
     spec = Spec(workload, samples, args.device)
     if args.worker:

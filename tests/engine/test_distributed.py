@@ -192,8 +192,9 @@ def test_two_ranks_match_one_process_with_the_same_global_batch(shared_runs):
     assert round(rank0["val"][-1]["accuracy"] * 37) == pytest.approx(
         rank0["val"][-1]["accuracy"] * 37, abs=1e-4)  # a count out of 37, not 38
 
-    # only rank 0 writes logs, metrics and checkpoints
+    # only rank 0 writes logs, metrics and checkpoints; rank 1's LoggerHook averages nothing
     assert not (ddp / "work_rank1").exists()
+    assert rank0["log_record"]["iter"] == 36 and rank1["log_record"] is None
     work = ddp / "work_rank0"
     assert sorted(p.name for p in work.glob("*.pth")) == ["epoch_1.pth", "epoch_2.pth",
                                                            "epoch_3.pth"]

@@ -103,7 +103,9 @@ class LoggerHook(Hook):
     Training values are averaged over the iterations since the previous log
     step; reading them is the only host-device sync, once per ``interval``.
     The ETA is the average wall time per iteration since training (re)started
-    times the iterations left. Only the main process writes.
+    times the iterations left. Only the main process writes; on the others a
+    log step does nothing (no averaging, so no host-device sync, and no
+    ``log_record``).
 
     At a log step the training thread only takes the windows of values (the
     tensors, unread) and the position, and queues them: the logger's writer
@@ -228,8 +230,8 @@ class LoggerHook(Hook):
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: dict | None = None) -> None:
         count = log_window(runner, batch_idx, self.interval, self.by_epoch, self.ignore_last)
-        if count is None:
-            return
+        if count is None or not runner.is_main_process:
+            return  # other processes write nothing: they average nothing (no device sync)
         # the training thread takes the windows and the position; the writer thread reads
         # the values (averaging is the log step's one host-device sync), then logs and writes
         windows = scalar_windows(runner, "train", count)

@@ -148,7 +148,8 @@ def train(args: argparse.Namespace) -> None:
                   "device": str(next(runner.model.parameters()).device),
                   "val": record.val_metrics,
                   "saved_before_barrier": record.saved_before_barrier,
-                  "grad_sync": record.grad_sync}
+                  "grad_sync": record.grad_sync,
+                  "log_record": runner.message_hub.info.get("log_record")}
         (args.out / f"result_rank{rank}.json").write_text(json.dumps(result))
 
 
