@@ -167,6 +167,21 @@ def test_a_step_method_replaced_by_a_subclass_or_on_the_instance_still_runs():
     assert calls == ["instance zero_grad"] * 2
 
 
+def test_a_step_method_assigned_after_updates_ran_still_runs():
+    """The instance is looked at again whenever it gains attributes, also after it has
+    updated the direct way with more attributes than it was made with."""
+    model = torch.nn.Linear(3, 1)
+    wrapper = OptimWrapper(torch.optim.SGD(model.parameters(), lr=0.1))
+    wrapper.message_hub = None  # as the Runner does after building it
+    for _ in range(2):
+        wrapper.update_params(model(torch.ones(2, 3)).sum())
+    calls: list[str] = []
+    original = wrapper.step
+    wrapper.step = lambda **kwargs: calls.append("step") or original(**kwargs)
+    wrapper.update_params(model(torch.ones(2, 3)).sum())
+    assert calls == ["step"]
+
+
 # -- learning rate and momentum ------------------------------------------------------------------
 
 def test_get_lr_and_get_momentum_have_mmengines_shape():

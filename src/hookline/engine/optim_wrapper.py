@@ -216,8 +216,7 @@ class OptimWrapper:
         if (self._stock_methods and self.accumulative_counts == 1 and self.clip_grad is None
                 and not (step_kwargs or zero_kwargs or self.before_update or self.before_backward
                          or self.after_backward or self.before_step or self.before_zero_grad)
-                and (len(self.__dict__) == self._attributes
-                     or not _STEP_METHODS.intersection(self.__dict__))):
+                and (len(self.__dict__) == self._attributes or self._no_method_replaced())):
             loss.backward()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
             self._inner_count += 1
             optimizer = self.optimizer
@@ -229,6 +228,14 @@ class OptimWrapper:
         if self.should_update():
             self.step(**(step_kwargs or {}))
             self.zero_grad(**(zero_kwargs or {}))
+
+    def _no_method_replaced(self) -> bool:
+        """Whether no step method is set on the instance (asked again only once the instance
+        gains attributes: the Runner sets ``message_hub`` after ``__init__``)."""
+        if _STEP_METHODS.intersection(self.__dict__):
+            return False
+        self._attributes = len(self.__dict__)
+        return True
 
     def backward(self, loss: torch.Tensor, **kwargs: Any) -> None:
         """``loss.backward()``; counts one call towards the accumulation group."""
