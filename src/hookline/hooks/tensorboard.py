@@ -195,7 +195,7 @@ class TensorboardLoggerHook(Hook):
         for name, value in metrics.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 writer.add_scalar(f"{mode}/{name}", float(value), runner.iter)
-        flush_logger(runner.logger)  # training scalars still queued go in first
+        flush_logger(runner.logger)  # training scalars still queued are written before the flush
         writer.flush()
 
 
