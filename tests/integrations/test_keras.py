@@ -166,6 +166,34 @@ def test_the_model_facade_stops_the_run_and_sets_the_learning_rate(tmp_path):
     assert runner.iter == 3 and runner.optimizer.param_groups[0]["lr"] == 0.01
 
 
+def test_optimizer_iterations_count_every_training_step_with_sgd_too(tmp_path):
+    """A warmup callback reads ``optimizer.iterations``: 0, 1, 2 ... as in ``keras.Model.fit``,
+    also for SGD, whose torch state keeps no step count (and over accumulated batches)."""
+    class Warmup:
+        def __init__(self):
+            self.seen = []
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self.seen.append(int(self.model.optimizer.iterations))
+
+    plain, accumulated = Warmup(), Warmup()
+    make_runner(tmp_path / "a", hooks=[plain], max_epochs=2).train()
+    runner = make_runner(tmp_path / "b", hooks=[accumulated], max_epochs=2)
+    runner.optim_wrapper.accumulative_counts = 2  # the optimizer steps every other batch
+    runner.train()
+    assert plain.seen == list(range(12)) and accumulated.seen == list(range(12))
+
+
+def test_a_failing_callback_is_named_with_its_keras_method(tmp_path):
+    class NeedsValAcc:
+        def on_epoch_end(self, epoch, logs=None):
+            return logs["val_acc"]  # Keras 2's name; Keras 3 logs val_accuracy
+
+    runner = make_runner(tmp_path, hooks=[NeedsValAcc()], max_epochs=1)
+    with pytest.raises(HookError, match=r"NeedsValAcc failed at on_epoch_end: KeyError: 'val_acc'"):
+        runner.train()
+
+
 def test_get_and_set_weights_cover_parameters_and_buffers(tmp_path):
     class Snapshot:
         def on_train_begin(self, logs=None):

@@ -99,6 +99,40 @@ def test_a_user_callback_observes_and_stops_the_run():
     assert hookline_run.epochs_done == lightning_run.epochs_done
 
 
+def test_the_module_mode_and_the_loss_are_what_trainer_fit_gives_callbacks():
+    """``pl_module.training`` is False while validating, so the usual "eval, sample, back to
+    train if it was training" idiom leaves the model in eval mode; the training loss comes
+    detached (a callback may call ``.numpy()`` on it and keeps no graph)."""
+    class SampleAndCollect(pl.Callback):
+        def __init__(self):
+            self.modes: list[tuple[str, bool]] = []
+            self.losses: list[float] = []
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            self.modes.append(("train", pl_module.training))
+            self.losses.append(float(outputs["loss"].cpu().numpy()))
+
+        def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
+                                    dataloader_idx=0):
+            was_training = pl_module.training
+            self.modes.append(("val", was_training))
+            pl_module.eval()
+            with torch.no_grad():
+                next(pl_module.children())(batch[0][:2])  # the network (TwinModule has no forward)
+            if was_training:
+                pl_module.train()
+
+        def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx,
+                                      dataloader_idx=0):
+            self.modes.append(("val start", any(m.training for m in pl_module.modules())))
+
+    lightning_run, hookline_run = both(lambda: [SampleAndCollect()], epochs=2)
+    got, expected = hookline_run.callbacks[0], lightning_run.callbacks[0]
+    assert got.modes == expected.modes
+    assert ("val", False) in got.modes and ("val start", True) not in got.modes
+    assert got.losses == pytest.approx(expected.losses, rel=1e-5)
+
+
 def test_learning_rate_monitor_records_the_same_rates(tmp_path):
     def make():
         return [callbacks.LearningRateMonitor(logging_interval="epoch")]

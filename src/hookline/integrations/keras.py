@@ -45,7 +45,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hookline.core import ConfigError
+from hookline.core import ConfigError, HookError
 from hookline.engine.data import loader_length
 from hookline.engine.hook import STAGES, Hook
 
@@ -167,7 +167,12 @@ class KerasCallbackHook(Hook):
     def _call(self, name: str, *args: Any) -> None:
         method = self._calls.get(name)
         if method is not None:
-            method(*args)
+            try:
+                method(*args)
+            except HookError:
+                raise
+            except Exception as exc:  # names the user's callback and its Keras method
+                raise HookError(self.callback, name, exc) from exc
 
     def _report_epoch(self) -> None:
         book = self.book

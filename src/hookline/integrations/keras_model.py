@@ -7,6 +7,7 @@ What Keras's own callbacks read and write works on it:
   optimizer's first param group; assigning it scales every group (their
   ratios stay), so ``ReduceLROnPlateau`` and ``LearningRateScheduler`` work.
   Several optimizers (``OptimWrapperDict``) are ``optimizer.optimizers``;
+  ``optimizer.iterations`` counts training steps as Keras does (``runner.iter``);
 - ``get_weights()`` / ``set_weights(weights)``: numpy arrays of
   ``model.state_dict()``, in its order (parameters and buffers such as
   BatchNorm statistics, so ``EarlyStopping(restore_best_weights=True)``
@@ -33,7 +34,7 @@ Example::
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,9 +60,11 @@ class KerasOptimizer:
     """Keras's ``model.optimizer`` over one torch optimizer: ``learning_rate`` reads and writes
     its param groups (the ratios between groups are kept)."""
 
-    def __init__(self, optimizer: torch.optim.Optimizer, name: str | None = None) -> None:
+    def __init__(self, optimizer: torch.optim.Optimizer, name: str | None = None,
+                 steps_done: Callable[[], int] | None = None) -> None:
         self.optimizer = optimizer
         self.name = name or type(optimizer).__name__.lower()
+        self._steps_done = steps_done
 
     @property
     def learning_rate(self) -> float:
@@ -81,7 +84,11 @@ class KerasOptimizer:
 
     @property
     def iterations(self) -> int:
-        """Optimizer steps so far (the torch optimizer's step count of its first parameter)."""
+        """Training steps so far, as Keras counts them (``runner.iter`` in a run: every
+        optimizer, every batch, accumulated or not; without a run, the torch optimizer's
+        step count of its first parameter, which SGD does not keep)."""
+        if self._steps_done is not None:
+            return int(self._steps_done())
         for group in self.optimizer.param_groups:
             for param in group["params"]:
                 step = self.optimizer.state.get(param, {}).get("step")
@@ -151,9 +158,14 @@ class KerasModel:
         found = _optimizers(self._runner.optim_wrapper)
         if not found:
             return None
+        runner = self._runner
+
+        def steps_done() -> int:
+            return int(getattr(runner, "iter", 0))
+
         if len(found) == 1:
-            return KerasOptimizer(found[0][1])
-        return _MultiOptimizer([KerasOptimizer(opt, name) for name, opt in found])
+            return KerasOptimizer(found[0][1], steps_done=steps_done)
+        return _MultiOptimizer([KerasOptimizer(opt, name, steps_done) for name, opt in found])
 
     @property
     def built(self) -> bool:

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from hookline.core import HookError, HookHandle
 from hookline.engine import distributed
 from hookline.engine.data import loader_length
@@ -164,7 +166,8 @@ class LightningCalls(Hook):
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: Any = None) -> None:
-        self._all("on_train_batch_end", outputs, data_batch, batch_in_epoch(runner, batch_idx))
+        self._all("on_train_batch_end", detached_loss(outputs), data_batch,
+                  batch_in_epoch(runner, batch_idx))
 
     def after_train_epoch(self, runner: Runner) -> None:
         loop = runner.train_loop
@@ -299,3 +302,22 @@ def batch_in_epoch(runner: Runner, batch_idx: int) -> int:
     if length is None and runner.train_loop is not None:  # no length: known once a pass ends
         length = runner.train_loop.epoch_length
     return batch_idx % length if length else batch_idx
+
+
+def detached_loss(outputs: Any) -> Any:
+    """The training step's outputs as Lightning's ``on_train_batch_end`` gets them: ``loss``
+    detached from its graph (so ``outputs["loss"].numpy()`` works and a callback keeping it
+    keeps no graph alive); the other entries as they are, as in Lightning.
+
+    Example::
+
+        >>> import torch
+        >>> loss = (torch.ones(2, requires_grad=True) * 2).sum()
+        >>> detached_loss({"loss": loss, "n": 2})["loss"].requires_grad
+        False
+    """
+    if isinstance(outputs, dict):
+        loss = outputs.get("loss")
+        if isinstance(loss, torch.Tensor) and loss.requires_grad:
+            return {**outputs, "loss": loss.detach()}
+    return outputs

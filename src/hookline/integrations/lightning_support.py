@@ -127,6 +127,19 @@ def make_module(runner: Any, trainer: LightningTrainer) -> Any:
         def forward(self, *args: Any, **kwargs: Any) -> Any:
             return self.module(*args, **kwargs)
 
+        @property  # type: ignore[override]
+        def training(self) -> bool:
+            """The model's mode: False while the Runner validates (``train()`` / ``eval()``
+            on this module set the model's, as on any parent module)."""
+            module = self.__dict__["_modules"].get("module")
+            return bool(module.training) if module is not None else True
+
+        @training.setter
+        def training(self, mode: bool) -> None:
+            module = self.__dict__.get("_modules", {}).get("module")
+            if module is not None:
+                module.training = mode
+
         @property
         def device(self) -> torch.device:  # type: ignore[override]
             device: torch.device = runner.device
