@@ -333,7 +333,7 @@ API_CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
      {"val_dataloader": {"dataset": DATA, "num_workers": -1}}, ("val_dataloader.num_workers",)),
     ("dataloader a list", {"val_dataloader": [1, 2]}, ("val_dataloader must be a torch DataLoader",)),
     ("model the class", {"model": nn.Linear}, ("model is the class Linear",)),
-    ("resume 5", {"resume": 5}, ("resume must be a checkpoint path or 'auto'",)),
+    ("resume 5", {"resume": 5}, ("resume must be a checkpoint path, 'auto', True or False",)),
     ("fast_data 1", {"fast_data": 1}, ("fast_data must be true or false", "got 1")),
     ("signal_sync_interval 2.5", {"signal_sync_interval": 2.5},
      ("signal_sync_interval must be an int >= 1", "got 2.5")),

@@ -289,3 +289,62 @@ def test_methods_that_look_like_stages_but_are_none_warn_once_at_registration():
 def test_get_triggered_stages_and_stages_are_mmengines():
     assert Hook.stages[:3] == ("before_run", "after_load_checkpoint", "before_train")
     assert Epochs().get_triggered_stages() == Epochs().triggered_stages() == ["after_train_epoch"]
+
+
+def test_the_table_is_a_list_of_hooks_in_call_order_as_mmengines_runner_hooks():
+    table = HookTable()
+    low, high = Epochs(), Named("high", [], "HIGH")
+    table.add(low, priority="LOW")
+    table.add(high)
+    assert list(table) == [high, low] and len(table) == 2 and table[0] is high
+    assert [type(h).__name__ for h in table] == ["Named", "Epochs"]
+
+
+class StaticStage(Hook):
+    calls: list = []
+
+    @staticmethod
+    def after_train_epoch(runner):
+        StaticStage.calls.append(("static", runner))
+
+
+class ClassStage(Hook):
+    calls: list = []
+
+    @classmethod
+    def after_train_epoch(cls, runner):
+        cls.calls.append(("class", runner))
+
+
+def test_static_and_class_stage_methods_are_called_with_runner_and_listed():
+    table = HookTable()
+    table.add(StaticStage())
+    table.add(ClassStage(), priority="LOW")
+    table.call("the runner", "after_train_epoch")
+    assert StaticStage.calls == [("static", "the runner")]
+    assert ClassStage.calls == [("class", "the runner")]
+    assert table.table().split() == ["after_train_epoch", "StaticStage(NORMAL),", "ClassStage(LOW)"]
+
+
+def test_a_stage_method_requiring_what_the_stage_does_not_pass_is_refused_at_registration():
+    class Renamed(Hook):
+        def after_train_iter(self, runner, idx, batch=None, out=None):
+            pass
+
+    with pytest.raises(ConfigError, match=r"Renamed.after_train_iter requires 'idx', which the "
+                       r"Runner does not pass: after_train_iter gets runner, then batch_idx, "
+                       r"data_batch, outputs by keyword"):
+        HookTable().add(Renamed())
+
+    class Extra(Hook):
+        def before_run(self, runner, config):
+            pass
+
+    with pytest.raises(ConfigError, match=r"requires 'config'.*before_run gets runner only"):
+        HookTable().add(Extra())
+
+    class Optional(Hook):  # parameters with defaults are fine: mmcv's habit of fewer names
+        def after_train_iter(self, runner, batch_idx=0, extra=None):
+            pass
+
+    HookTable().add(Optional())

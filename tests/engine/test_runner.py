@@ -384,3 +384,13 @@ def test_a_list_of_batches_is_named_not_printed_with_the_fix(tmp_path):
                     train_dataloader=DataLoader(batches, batch_size=None))  # the fix it names
     runner.train()
     assert runner.iter == 64
+
+
+def test_mmengine_runner_attributes_hooks_read(tmp_path):
+    from .toy import make_runner as make_toy_runner
+
+    runner = make_toy_runner(tmp_path, max_epochs=1)
+    assert runner.model_name == "Net" and runner.distributed is False
+    assert runner.log_dir == tmp_path / runner.timestamp and runner.log_dir.is_dir()
+    assert runner.val_evaluator is runner.val_loop.evaluator and runner.test_evaluator is None
+    assert list(runner.hooks) == runner.hooks.hooks and len(runner.hooks) >= 3

@@ -70,9 +70,11 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
     elif work_dir is not None and not isinstance(work_dir, (str, os.PathLike)):
         raise ConfigError(f"work_dir must be a folder path (a str or a Path), got {work_dir!r}")
     for name, value in (("resume", resume), ("load_from", load_from)):
-        if value is not None and not isinstance(value, (str, os.PathLike)):
+        if value is not None and not isinstance(value, (str, os.PathLike)) and not (
+                name == "resume" and isinstance(value, bool)):
             raise ConfigError(f"{name} must be a checkpoint path"
-                              + (" or 'auto'" if name == "resume" else "") + f", got {value!r}")
+                              + (", 'auto', True or False" if name == "resume" else "")
+                              + f", got {value!r}")
     check_hooks_argument(hooks)
     check_default_hooks(default_hooks)
     if optimizer is not None and optim_wrapper is not None:
@@ -136,3 +138,24 @@ def check_hooks_argument(hooks: Any) -> None:
             raise ConfigError(f"hooks[{i}] must be a hookline Hook, a hook config such as "
                               f"{{'type': 'EMAHook'}}, or a Keras or Lightning callback, "
                               f"got {hook!r}")
+
+
+def resume_and_load_from(resume: str | os.PathLike[str] | bool | None,
+                         load_from: str | os.PathLike[str] | None
+                         ) -> tuple[str | os.PathLike[str] | None, str | os.PathLike[str] | None]:
+    """MMEngine's ``resume=True`` / ``False`` as hookline's ``resume`` and ``load_from``:
+    True resumes ``load_from`` when given (MMEngine's rule), else the newest checkpoint of
+    the work dir (``"auto"``); False is None (load ``load_from``'s weights, if any).
+
+    Example::
+
+        >>> resume_and_load_from(True, None), resume_and_load_from(True, "a.pth")
+        (('auto', None), ('a.pth', None))
+        >>> resume_and_load_from(False, "a.pth")
+        (None, 'a.pth')
+    """
+    if resume is True:
+        return ("auto", None) if load_from is None else (load_from, None)
+    if resume is False:
+        return None, load_from
+    return resume, load_from

@@ -29,6 +29,8 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from hookline.core import ConfigError
+
 from .data import loader_length
 from .data_pass import running_pass
 
@@ -312,16 +314,24 @@ def adapt_signature(method: Any, stage: str, hook: Any) -> StageMethod:
     """``method`` itself when it takes every keyword argument of ``stage`` (or ``**kwargs``),
     else a :class:`StageCall` passing only those it names. Inspected once, here."""
     unchanged: StageMethod = method
+    bound = getattr(method, "__self__", None) is hook  # not so for a static- or classmethod
     expected = STAGE_KWARGS.get(stage, ())
-    if not expected:
-        return unchanged
     try:
         params = list(inspect.signature(method).parameters.values())
     except (TypeError, ValueError):
-        return unchanged
+        return unchanged if bound else StageCall(method, hook, expected)
     if any(p.kind is p.VAR_KEYWORD for p in params):
-        return unchanged
+        return unchanged if bound else StageCall(method, hook, expected)
     named = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    if set(expected) <= named:
+    unknown = [p.name for p in params[1:] if p.name not in expected and p.default is p.empty
+               and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if unknown:
+        passes = (f"runner, then {', '.join(expected)} by keyword" if expected
+                  else "runner only")
+        raise ConfigError(
+            f"{type(hook).__name__}.{stage} requires {', '.join(map(repr, unknown))}, which "
+            f"the Runner does not pass: {stage} gets {passes} (rename the parameters so, or "
+            "give them defaults)")
+    if bound and set(expected) <= named:
         return unchanged
     return StageCall(method, hook, tuple(k for k in expected if k in named))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hookline.core import HookHandle, Priority
@@ -111,6 +111,16 @@ class HookTable:
     def hooks(self) -> list[Hook]:
         """Hooks in priority order."""
         return [e.hook for e in self._entries]
+
+    # MMEngine's ``runner.hooks`` is the list itself: ``for hook in runner.hooks``, ``len``, ``[i]``
+    def __iter__(self) -> Iterator[Hook]:
+        return iter(self.hooks)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __getitem__(self, index: int) -> Hook:
+        return self._entries[index].hook
 
     def priority_of(self, hook: Hook) -> int:
         for entry in self._entries:
@@ -195,21 +205,21 @@ class HookTable:
         lines = ["| stage | hooks in call order (smaller priority number first) |", "|---|---|"] \
             if markdown else []
         for stage in STAGES:
-            methods = self.stages[stage]
-            if not methods:
+            entries = [e for e in self._entries if stage in e.calls]  # call order
+            if not entries:
                 continue
             if markdown:
-                hooks = ", ".join(f"`{type(m.__self__).__name__}` {self._priority_name(m.__self__, True)}"
-                                  for m in methods)
+                hooks = ", ".join(f"`{type(e.hook).__name__}` {self._priority_name(e.priority, True)}"
+                                  for e in entries)
                 lines.append(f"| `{stage}` | {hooks} |")
             else:
-                hooks = ", ".join(f"{type(m.__self__).__name__}({self._priority_name(m.__self__)})"
-                                  for m in methods)
+                hooks = ", ".join(f"{type(e.hook).__name__}({self._priority_name(e.priority)})"
+                                  for e in entries)
                 lines.append(f"{stage:<{width}}  {hooks}")
         return "\n".join(lines)
 
-    def _priority_name(self, hook: Hook, with_value: bool = False) -> str:
-        level = self.priority_of(hook)
+    @staticmethod
+    def _priority_name(level: int, with_value: bool = False) -> str:
         try:
             name = Priority(level).name
         except ValueError:

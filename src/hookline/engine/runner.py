@@ -33,8 +33,8 @@ import torch
 from hookline.core import ConfigError, HookHandle
 
 from . import distributed
-from .arguments import check_runner_arguments
-from .checkpoint import CheckpointError, CheckpointWriter, load, resume_or_load, save
+from .arguments import check_runner_arguments, resume_and_load_from
+from .checkpoint import CheckpointError, CheckpointWriter
 from .checks import positive_int
 from .closure_hook import ClosureHook
 from .config_dict import ConfigDict, plain_arguments
@@ -53,6 +53,7 @@ from .registries import DATASETS, HOOKS, LOOPS, LOSSES, MODELS
 from .run_header import log_run_header
 from .run_state import RunState
 from .runner_attributes import RunnerAttributes
+from .runner_checkpoints import RunnerCheckpoints
 from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal
 from .step import StepModule, check_contract, make_step, make_train_step
 from .visualizer import Visualizer
@@ -61,7 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .optim_wrapper import OptimWrapperLike
 
 
-class Runner(RunnerAttributes):
+class Runner(RunnerAttributes, RunnerCheckpoints):
     """Runs training (``train``), validation (``val``) and test (``test``) loops with hooks.
 
     See docs/engine.md for every argument; the short version: give a model,
@@ -80,7 +81,7 @@ class Runner(RunnerAttributes):
                  train_loop: str | Mapping[str, Any] | None = None,
                  work_dir: str | Path | None = None, hooks: Sequence[Hook | Mapping[str, Any]] = (),
                  default_hooks: Mapping[str, Any] | None = None, seed: int = 0,
-                 device: str | torch.device = "auto", resume: str | Path | None = None,
+                 device: str | torch.device = "auto", resume: str | Path | bool | None = None,
                  load_from: str | Path | None = None, config: Mapping[str, Any] | None = None,
                  fast_data: bool = True, signal_sync_interval: int = 1) -> None:
         check_runner_arguments(  # before anything is built or written
@@ -143,7 +144,8 @@ class Runner(RunnerAttributes):
         # after the loops: configure_optimizers() and scheduler lengths may need the run length
         self.optim_wrapper, self.param_schedulers = build_run_optimization(
             self, optimizer, optim_wrapper, param_scheduler)
-        self._resume, self._load_from, self._loaded = resume, load_from, False
+        self._resume, self._load_from = resume_and_load_from(resume, load_from)
+        self._loaded = False
         #: writes checkpoints in order on a background thread (``save_checkpoint(background=True)``)
         self.checkpoint_writer = CheckpointWriter()
         self._train_step: Callable[..., dict[str, Any]] | None = None
@@ -373,43 +375,6 @@ class Runner(RunnerAttributes):
         self.ddp_model = None
         self._train_step = None
         return group
-
-    # -- checkpoints ------------------------------------------------------------------
-    def save_checkpoint(self, path: str | Path, *, save_optimizer: bool = True,
-                        background: bool = False, make_room: Sequence[str | Path] = ()) -> Path:
-        """Write the run's state to ``path`` (relative paths go in ``work_dir``) atomically.
-
-        The state is serialised at once. With ``background=True`` the file is
-        then written and fsynced by a writer thread while training goes on
-        (in order with other background writes; ``flush_checkpoints()`` waits,
-        and the Runner flushes before it loads a checkpoint and when a run
-        ends). Multi-process runs always write in the foreground, so every
-        rank finds the file after the barrier that follows a save. A failed
-        write is a ``CheckpointWriteError`` naming the file and the cause;
-        ``make_room`` names files to delete first if the disk is full (the
-        checkpoints keep-N drops after this one).
-        """
-        return save(self, path, save_optimizer=save_optimizer, background=background,
-                    make_room=make_room)
-
-    def remove_checkpoint(self, path: str | Path) -> None:
-        """Delete a checkpoint file (main process only), after every pending background write."""
-        if self.rank == 0:
-            self.checkpoint_writer.remove(Path(path))
-
-    def flush_checkpoints(self) -> None:
-        """Wait for background checkpoint writes; re-raise the first failure."""
-        self.checkpoint_writer.flush()
-
-    def load_checkpoint(self, path: str | Path, resume: bool = True, *,
-                        checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Load ``path``: the whole run when ``resume``, else the weights only."""
-        return load(self, path, resume=resume, checkpoint=checkpoint)
-
-    def _load_or_resume(self, training: bool = False) -> None:
-        if not self._loaded:
-            self._loaded = True
-            resume_or_load(self, self._resume, self._load_from, training=training)
 
     def __repr__(self) -> str:
         length = f"max_epochs={self.max_epochs}" if self.by_epoch else f"max_iters={self.max_iters}"

@@ -21,11 +21,13 @@ Example::
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .evaluator import Evaluator
     from .loops import TrainLoop, ValLoop
     from .message_hub import MessageHub
     from .optim_wrapper import OptimWrapperLike
@@ -41,6 +43,10 @@ class RunnerAttributes:
     test_loop: ValLoop | None
     message_hub: MessageHub
     rank: int
+    world_size: int
+    model: torch.nn.Module
+    work_dir: Path
+    timestamp: str
     _train_dataloader: Any
     _optim_wrapper: OptimWrapperLike | None
     _train_step: Any
@@ -115,6 +121,34 @@ class RunnerAttributes:
     @property
     def is_main_process(self) -> bool:
         return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        """Whether several processes train together (MMEngine's ``runner.distributed``)."""
+        return self.world_size > 1
+
+    @property
+    def model_name(self) -> str:
+        """The model's class name (MMEngine's ``runner.model_name``)."""
+        return type(self.model).__name__
+
+    @property
+    def log_dir(self) -> Path:
+        """``work_dir/<timestamp>``, this run's own folder (MMEngine's ``runner.log_dir``;
+        ``vis_data`` goes there): made when first asked for, so a hook can write into it."""
+        folder = Path(self.work_dir) / self.timestamp
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    @property
+    def val_evaluator(self) -> Evaluator | None:
+        """The validation loop's evaluator (MMEngine's ``runner.val_evaluator``)."""
+        return self.val_loop.evaluator if self.val_loop is not None else None
+
+    @property
+    def test_evaluator(self) -> Evaluator | None:
+        """The test loop's evaluator (MMEngine's ``runner.test_evaluator``)."""
+        return self.test_loop.evaluator if self.test_loop is not None else None
 
     def _live_info(self) -> dict[str, Any]:
         """What ``message_hub.get_info`` reports live (MMEngine's RuntimeInfoHook keys)."""

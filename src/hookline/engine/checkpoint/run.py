@@ -23,7 +23,7 @@ an older checkpoint with a clean run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -166,16 +166,20 @@ def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
 
 
 def save(runner: Runner, path: str | Path, *, save_optimizer: bool = True,
-         background: bool = False, make_room: Sequence[str | Path] = ()) -> Path:
+         background: bool = False, make_room: Sequence[str | Path] = (),
+         meta: Mapping[str, Any] | None = None) -> Path:
     """``runner.save_checkpoint``: collect, ``before_save_checkpoint`` hooks, serialise, write.
 
     ``make_room``: files that may be deleted before the write when the disk is
-    full (see :func:`~hookline.engine.checkpoint.write_checkpoint`).
+    full (see :func:`~hookline.engine.checkpoint.write_checkpoint`); ``meta``:
+    entries added to the checkpoint's ``meta`` (MMEngine's ``save_checkpoint(meta=)``).
     """
     path = Path(path)
     if not path.is_absolute() and path.parent == Path("."):
         path = runner.work_dir / path
     checkpoint = collect(runner, save_optimizer=save_optimizer)
+    if meta:
+        checkpoint["meta"].update(meta)
     runner.hooks.call(runner, "before_save_checkpoint", checkpoint=checkpoint)
     if runner.rank == 0:
         payload = serialize(checkpoint)
@@ -203,11 +207,15 @@ def load(runner: Runner, path: str | Path, *, resume: bool = True,
 
     Every way this fails is a :class:`CheckpointError` naming ``path``, and the
     run is as it was before the call (except for what ``after_load_checkpoint``
-    hooks did themselves).
+    hooks did themselves). Weights (not ``resume``) load from any checkpoint
+    with a ``state_dict``, another library's too (an MMEngine training
+    checkpoint: its foreign objects are skipped, with a warning); resuming
+    needs a hookline checkpoint.
     """
     if checkpoint is None:
         runner.checkpoint_writer.flush()
-        checkpoint = load_checkpoint_file(path, map_location="cpu")
+        checkpoint = load_checkpoint_file(path, map_location="cpu", for_weights=not resume,
+                                          logger=runner.logger)
     try:
         runner.hooks.call(runner, "after_load_checkpoint", checkpoint=checkpoint)
     except HookError as exc:

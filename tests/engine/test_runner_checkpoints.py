@@ -1,0 +1,92 @@
+"""The Runner's checkpoint methods under MMEngine's names and semantics: ``load_checkpoint``
+loads the weights only, ``resume`` the whole run, ``save_checkpoint(out_dir, filename,
+meta=...)``, and MMEngine's ``resume=True`` / ``False``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hookline import ConfigError, Hook
+from hookline.engine.checkpoint import load_checkpoint_file
+
+from .toy import make_runner
+
+
+def test_load_checkpoint_mid_run_loads_weights_and_keeps_the_run_where_it_is(tmp_path):
+    """A hook reloading ``epoch_1.pth`` (MMEngine: weights only) does not rewind training."""
+    class ReloadFirstEpoch(Hook):
+        def __init__(self):
+            self.loaded = None
+
+        def after_train_epoch(self, runner):
+            if runner.epoch == 1:  # epoch 2 just ended; epoch_1.pth exists
+                self.loaded = {k: v.clone() for k, v in
+                               load_checkpoint_file(runner.work_dir / "epoch_1.pth")
+                               ["state_dict"].items()}
+                state = runner.load_checkpoint(runner.work_dir / "epoch_1.pth")
+                assert state["meta"]["epoch"] == 1
+                for name, value in runner.model.state_dict().items():
+                    assert torch.equal(value, self.loaded[name])
+
+    hook = ReloadFirstEpoch()
+    runner = make_runner(tmp_path, max_epochs=3, hooks=[hook],
+                         default_hooks={"checkpoint": {"type": "CheckpointHook", "interval": 1}})
+    runner.train()
+    assert hook.loaded is not None
+    assert (runner.epoch, runner.iter) == (3, 24)  # 8 iterations an epoch, none run twice
+
+
+def test_resume_restores_the_whole_run(tmp_path):
+    runner = make_runner(tmp_path, max_epochs=2)
+    start = runner.save_checkpoint("start.pth")
+    first = {k: v.clone() for k, v in runner.model.state_dict().items()}
+    runner.train()
+    assert runner.iter == 16
+    checkpoint = runner.resume(start)
+    assert checkpoint["meta"]["iter"] == 0 and (runner.epoch, runner.iter) == (0, 0)
+    assert all(torch.equal(v, first[k]) for k, v in runner.model.state_dict().items())
+    with pytest.raises(ConfigError, match=r"resume restores the whole run.*load_checkpoint"):
+        runner.resume(start, resume_optimizer=False)
+
+
+def test_save_checkpoint_takes_mmengines_out_dir_filename_and_meta(tmp_path):
+    runner = make_runner(tmp_path / "run", max_epochs=1)
+    runner.train()
+    out = tmp_path / "exported"
+    out.mkdir()
+    path = runner.save_checkpoint(out, "final.pth", save_optimizer=False,
+                                  save_param_scheduler=False, meta={"note": "hand-made"},
+                                  by_epoch=True)
+    assert path == out / "final.pth"
+    saved = load_checkpoint_file(path)
+    assert saved["meta"]["note"] == "hand-made" and saved["meta"]["iter"] == 8
+    assert "optimizer" not in saved
+    for kwargs, match in (({"file_client_args": {"backend": "petrel"}}, "remote storage"),
+                          ({"backend_args": {"backend": "s3"}}, "remote storage"),
+                          ({"save_param_scheduler": False}, "must equal save_optimizer"),
+                          ({"meta": ["not", "a", "dict"]}, "meta must be a dict")):
+        with pytest.raises(ConfigError, match=match):
+            runner.save_checkpoint(out, "refused.pth", **kwargs)
+    assert not (out / "refused.pth").exists()
+
+
+def test_mmengines_resume_true_and_false(tmp_path):
+    first = make_runner(tmp_path / "a", max_epochs=1,
+                        default_hooks={"checkpoint": {"type": "CheckpointHook", "interval": 1}})
+    first.train()
+    auto = make_runner(tmp_path / "a", max_epochs=2, resume=True)  # the work dir's newest
+    auto.train()
+    assert auto.iter == 16 and auto.epoch == 2
+    from_file = make_runner(tmp_path / "b", max_epochs=2, resume=True,
+                            load_from=tmp_path / "a" / "epoch_1.pth")  # MMEngine: resume that
+    from_file.train()
+    assert from_file.iter == 16
+    weights_only = make_runner(tmp_path / "c", max_epochs=1, resume=False,
+                               load_from=tmp_path / "a" / "epoch_1.pth")
+    weights_only.train()
+    assert weights_only.iter == 8  # a fresh run from those weights
+    with pytest.raises(ConfigError, match=r"resume must be a checkpoint path, 'auto', True or "
+                       r"False, got 1"):
+        make_runner(tmp_path / "d", resume=1)
+
