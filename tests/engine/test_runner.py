@@ -15,6 +15,7 @@ from hookline.engine.data import EpochSampler
 from hookline.engine.hook import STAGES
 
 from .toy import Net, dataset, make_runner
+from .toy import make_runner as make_toy_runner
 
 
 class Recorder(Hook):
@@ -387,8 +388,6 @@ def test_a_list_of_batches_is_named_not_printed_with_the_fix(tmp_path):
 
 
 def test_mmengine_runner_attributes_hooks_read(tmp_path):
-    from .toy import make_runner as make_toy_runner
-
     runner = make_toy_runner(tmp_path, max_epochs=1)
     assert runner.model_name == "Net" and runner.distributed is False
     assert runner.log_dir == tmp_path / runner.timestamp and runner.log_dir.is_dir()
