@@ -10,8 +10,10 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from hookline import MessageHub, Runner
+from hookline import Hook, MessageHub, Runner
 from tests.hooks._toy import one_thread  # noqa: F401  (autouse: one torch thread)
+
+from .toy import make_runner
 
 
 def test_latest_and_mean_over_the_window():
@@ -175,3 +177,26 @@ def test_a_runner_reports_its_position_and_is_the_current_hub(tmp_path):
          r.message_hub.get_info("iter"), r.message_hub.runtime_info["max_iters"])))
     runner.train()  # ... but the running Runner's is current
     assert seen == [(True, 0, 4, 8), (True, 1, 8, 8)]  # epoch advances after these hooks
+
+
+def test_train_lr_and_momentum_read_live_as_mmengines_runtime_info_hook_records_them(tmp_path):
+    """``get_scalar("train/lr").current()`` (a common MMEngine hook line) gives the learning
+    rate of the iteration, with no per-iteration recording."""
+    class Watch(Hook):
+        def __init__(self):
+            self.seen = []
+
+        def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None):
+            hub = runner.message_hub
+            self.seen.append((hub.get_scalar("train/lr").current(),
+                              runner.optim_wrapper.get_lr()["lr"][0],
+                              hub.get_scalar("train/momentum").current()))
+
+    watch = Watch()
+    make_runner(tmp_path, max_epochs=1, hooks=[watch],
+                optimizer={"type": "SGD", "lr": 0.1, "momentum": 0.9}).train()
+    assert len(watch.seen) == 8 and len({lr for lr, _, _ in watch.seen}) > 1  # StepLR moved it
+    assert all(lr == now and momentum == 0.9 for lr, now, momentum in watch.seen)
+    runner = make_runner(tmp_path / "b", max_epochs=1)
+    with pytest.raises(KeyError, match="'train/nothing' is not in the message hub"):
+        runner.message_hub.get_scalar("train/nothing")

@@ -11,7 +11,10 @@ MMEngine's methods are here too: ``update_scalar`` / ``update_scalars`` /
 with ``current()`` and ``mean(window)``), ``log_scalars``, and the run
 information ``update_info`` / ``update_info_dict`` / ``get_info`` /
 ``pop_info`` / ``runtime_info`` (``epoch``, ``iter``, ``max_epochs`` and
-``max_iters`` are always the Runner's live values).
+``max_iters`` are always the Runner's live values). ``get_scalar("train/lr")``
+(``train/momentum``; ``train/<name>.lr`` with several optimizers) reads the
+optimizer's current value when nothing recorded the key: MMEngine's
+RuntimeInfoHook records it every iteration, hookline reads it on demand.
 
 Example::
 
@@ -50,6 +53,9 @@ class MessageHub:
         self.info: dict[str, Any] = {}
         #: returns the run's live information (the Runner sets it: epoch, iter, ...)
         self.live_info: Callable[[], dict[str, Any]] | None = None
+        #: ``key -> value or None``: scalars read live when nobody records them (the Runner
+        #: sets it: ``train/lr`` ..., what MMEngine's RuntimeInfoHook records every iteration)
+        self.live_scalar: Callable[[str], float | None] | None = None
         self.make_current()
 
     # -- the current hub (MMEngine's global instance, here: the last one made or run) --------
@@ -108,6 +114,9 @@ class MessageHub:
         try:
             return self._scalars[key]
         except KeyError:
+            value = self.live_scalar(key) if self.live_scalar is not None else None
+            if value is not None:  # the current value, read now (MMEngine recorded it)
+                return HistoryBuffer(deque([value], maxlen=self.window))
             raise KeyError(f"{key!r} is not in the message hub; recorded: "
                            f"{sorted(self._scalars)}") from None
 

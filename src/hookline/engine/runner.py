@@ -130,6 +130,7 @@ class Runner(RunnerAttributes, RunnerCheckpoints):
                                         or f"{self.work_dir.name}_{self.timestamp}")
         self.message_hub = MessageHub()
         self.message_hub.live_info = self._live_info
+        self.message_hub.live_scalar = self._live_scalar
         #: scalars, images and the config to ``work_dir/<timestamp>/vis_data`` (written on use)
         self.visualizer = Visualizer(name=self.experiment_name,
                                      save_dir=self.work_dir / self.timestamp / "vis_data")

@@ -150,6 +150,18 @@ class RunnerAttributes:
         """The test loop's evaluator (MMEngine's ``runner.test_evaluator``)."""
         return self.test_loop.evaluator if self.test_loop is not None else None
 
+    def _live_scalar(self, key: str) -> float | None:
+        """``train/lr`` (first param group), ``train/momentum``, ``train/<name>.lr`` ...: the
+        optimizer's value now, for the message hub (see ``MessageHub.live_scalar``)."""
+        wrapper = self._optim_wrapper
+        if wrapper is None or not key.startswith("train/"):
+            return None
+        name = key[len("train/"):]
+        for values in (wrapper.get_lr(), wrapper.get_momentum()):
+            if values.get(name):
+                return float(values[name][0])
+        return None
+
     def _live_info(self) -> dict[str, Any]:
         """What ``message_hub.get_info`` reports live (MMEngine's RuntimeInfoHook keys)."""
         return {"epoch": self.epoch, "iter": self.iter, "max_epochs": self.max_epochs,
