@@ -4,6 +4,7 @@ meta=...)``, and MMEngine's ``resume=True`` / ``False``."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -90,3 +91,19 @@ def test_mmengines_resume_true_and_false(tmp_path):
                        r"False, got 1"):
         make_runner(tmp_path / "d", resume=1)
 
+
+
+def test_numpy_values_hooks_store_are_saved_as_numbers_and_tensors(tmp_path):
+    """MMEngine pickles a hook's ``np.float64`` best score; hookline stores it as a float (and
+    an array as a tensor), which ``weights_only`` loads, instead of failing the save."""
+    class BestKeeper(Hook):
+        def before_save_checkpoint(self, runner, checkpoint):
+            checkpoint["meta"]["best"] = np.float64(0.75)
+            checkpoint["extra"] = {"history": np.array([0.5, 0.75]), "step": np.int64(3)}
+
+    runner = make_runner(tmp_path, max_epochs=1, hooks=[BestKeeper()])
+    runner.train()
+    saved = load_checkpoint_file(runner.save_checkpoint("numpy.pth"))
+    assert saved["meta"]["best"] == 0.75 and type(saved["meta"]["best"]) is float
+    assert torch.equal(saved["extra"]["history"], torch.tensor([0.5, 0.75], dtype=torch.float64))
+    assert saved["extra"]["step"] == 3 and type(saved["extra"]["step"]) is int

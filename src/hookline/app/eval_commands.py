@@ -183,7 +183,7 @@ def evaluate_checkpoint(cfg: Mapping[str, Any], checkpoint: str | Path, split: s
     eval_dir = checkpoint.parent / EVAL_DIR
     spec = {k: v for k, v in cfg.items() if k not in ("train_dataloader", "resume", "load_from")}
     spec = resolve_config(spec, work_dir=eval_dir)  # checked before anything is loaded or written
-    state = load_checkpoint_file(checkpoint, map_location="cpu")
+    state = load_checkpoint_file(checkpoint, map_location="cpu", for_weights=True)
     weights, kind = checkpoint_weights(state)
     fresh = not eval_dir.exists()
     runner = build_runner(spec)

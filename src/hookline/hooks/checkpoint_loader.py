@@ -50,7 +50,7 @@ def read_weights(path: str | os.PathLike, map_location: Any = "cpu") -> dict[str
     Raises :class:`CheckpointError` (naming the file and why) for anything else.
     """
     try:
-        return dict(load_checkpoint_file(path, map_location)["state_dict"])
+        return dict(load_checkpoint_file(path, map_location, for_weights=True)["state_dict"])
     except CheckpointError as exc:
         if not exc.reason.startswith("not a hookline checkpoint"):
             raise

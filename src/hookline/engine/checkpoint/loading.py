@@ -2,7 +2,10 @@
 
 * :func:`load_checkpoint_file` verifies the file's checksum, loads it with
   ``torch.load(weights_only=True)`` and turns every way that can fail into a
-  :class:`CheckpointError` that names the file and says why.
+  :class:`CheckpointError` that names the file and says why. Loading for the
+  weights only (``for_weights``), it also reads another library's checkpoint
+  (MMEngine's, whose message hub ``weights_only`` refuses): its tensors, with
+  the foreign objects skipped (:mod:`.foreign`).
 * :func:`resumable_checkpoints` yields the checkpoints of a folder that load,
   newest first, skipping (with a warning) any that do not;
   :func:`find_resumable` is its first one.
@@ -25,7 +28,7 @@ import logging
 import pickle
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -33,12 +36,21 @@ import torch
 
 from .atomic import LATEST_FILENAME, read_latest
 from .errors import CheckpointError, CheckpointNotFoundError, PathLike
+from .foreign import ForeignLoad, library_of, load_skipping_foreign, refused_globals
 from .integrity import verify_file
 
 _LOG = logging.getLogger("hookline")
 
 
 _UNSUPPORTED_GLOBAL = re.compile(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) ([\w.]+)")
+
+#: how to use a checkpoint that is not hookline's, said where one is refused
+WEIGHTS_HINT = ("its weights can be loaded with load_from= or load_checkpoint(path, resume=False); "
+                "resuming needs a hookline checkpoint")
+
+
+def _whose(library: str | None) -> str:
+    return f"an {library} checkpoint" if library else "a checkpoint of another library"
 
 
 def _first_line(exc: BaseException, limit: int = 160) -> str:
@@ -47,17 +59,31 @@ def _first_line(exc: BaseException, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def _describe_load_failure(exc: BaseException) -> str:
-    """A short reason, in words, for a ``torch.load`` failure."""
+def _describe_refusal(path: Path | None, first: str, *, hint: bool = True) -> str:
+    """``weights_only`` refused ``path`` for the global ``first`` (and maybe others); with
+    ``hint``, how its weights can be loaded."""
+    names = refused_globals(path, first) if path is not None else [first]
+    shown = [n.removeprefix("builtins.") for n in names if not n.startswith("numpy")]
+    numpy = "numpy arrays or scalars" if len(shown) < len(names) else ""
+    if len(shown) == 1 and not numpy:
+        article = "an" if shown[0].rsplit(".", 1)[-1][:1].lower() in "aeiou" else "a"
+        listing = f"{article} {shown[0]} object"
+    else:
+        more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
+        listing = " and ".join(filter(None, [", ".join(shown[:3]) + more, numpy]))
+        listing = f"objects of {listing}" if shown else listing
+    whose = _whose(library_of(names))
+    return f"holds {listing}, which weights_only loading refuses ({whose}" + (
+        f"? {WEIGHTS_HINT})" if hint else ")")
+
+
+def _describe_load_failure(exc: BaseException, path: Path | None = None) -> str:
+    """A short reason, in words, for a ``torch.load`` failure (of ``path``, when given: the
+    refused globals are then all named)."""
     message = str(exc)
     match = _UNSUPPORTED_GLOBAL.search(message)
     if match:
-        name = match.group(1)
-        article = "an" if name.rsplit(".", 1)[-1][:1].lower() in "aeiou" else "a"
-        return (
-            f"holds {article} {name} object, which weights_only loading refuses "
-            "(not a plain-tensor checkpoint; only load files you trust with weights_only=False)"
-        )
+        return _describe_refusal(path, match.group(1))
     if isinstance(exc, pickle.UnpicklingError) or "Weights only load failed" in message:
         detail = (
             message.split("WeightsUnpickler error:", 1)[-1] if "WeightsUnpickler error:" in message else ""
@@ -78,7 +104,11 @@ def _describe_load_failure(exc: BaseException) -> str:
     return f"not a torch.save file, or corrupt ({type(exc).__name__}: {_first_line(exc)})"
 
 
-def _validate(path: Path, obj: Any, required_keys: Iterable[str]) -> dict[str, Any]:
+def _validate(path: Path, obj: Any, required_keys: Iterable[str], *, for_weights: bool = False
+              ) -> dict[str, Any]:
+    weights = isinstance(obj, dict) and isinstance(obj.get("state_dict"), Mapping)
+    if for_weights and weights:  # any library's checkpoint: only its state_dict is used
+        return _check_required(path, obj, required_keys)
     if not isinstance(obj, dict):
         return _fail(path, f"not a hookline checkpoint: it holds a {type(obj).__name__}, not a dict")
     meta = obj.get("meta")
@@ -90,8 +120,13 @@ def _validate(path: Path, obj: Any, required_keys: Iterable[str]) -> dict[str, A
     if "hookline_version" not in meta:
         return _fail(
             path,
-            "not a hookline checkpoint: its 'meta' has no 'hookline_version' (written by another library?)",
+            "not a hookline checkpoint: its 'meta' has no 'hookline_version' (written by another library?"
+            + (f" {WEIGHTS_HINT})" if weights else ")"),
         )
+    return _check_required(path, obj, required_keys)
+
+
+def _check_required(path: Path, obj: dict[str, Any], required_keys: Iterable[str]) -> dict[str, Any]:
     missing = [k for k in required_keys if k not in obj]
     if missing:
         return _fail(path, f"missing keys: {', '.join(repr(k) for k in missing)}")
@@ -109,6 +144,8 @@ def load_checkpoint_file(
     required_keys: Iterable[str] = (),
     mmap: bool = False,
     verify: bool = True,
+    for_weights: bool = False,
+    logger: logging.Logger | None = None,
 ) -> dict[str, Any]:
     """Load a hookline checkpoint with ``torch.load(..., weights_only=True)``.
 
@@ -128,6 +165,16 @@ def load_checkpoint_file(
 
     ``map_location`` is passed to ``torch.load``; ``mmap=True`` maps tensor
     data from the file instead of reading it (zip-format files only).
+
+    ``for_weights``: the caller uses the ``state_dict`` only (``load_from=``,
+    ``load_checkpoint(path, resume=False)``), so any dict with a
+    ``"state_dict"`` dict is accepted, hookline's or not; and a file that
+    ``weights_only`` refuses only for the objects of foreign classes it holds
+    (an MMEngine checkpoint's message hub) is read again with
+    :func:`~hookline.engine.checkpoint.foreign.load_skipping_foreign`: its
+    tensors load, every foreign object is a placeholder (none of its code
+    runs), and one warning on ``logger`` (default: the ``"hookline"``
+    logger) names the file and what was skipped.
 
     Example::
 
@@ -164,11 +211,37 @@ def load_checkpoint_file(
         if mmap and "mmap can only be used" in str(exc):
             # an old-format (non-zip) file: load it the ordinary way
             return load_checkpoint_file(path, map_location, required_keys=required_keys,
-                                        verify=False)
-        raise CheckpointError(path, _describe_load_failure(exc)) from exc
+                                        verify=False, for_weights=for_weights, logger=logger)
+        if for_weights and _UNSUPPORTED_GLOBAL.search(str(exc)):
+            return _load_weights_of_foreign(path, map_location, exc, required_keys, mmap=mmap,
+                                            logger=logger or _LOG)
+        raise CheckpointError(path, _describe_load_failure(exc, path)) from exc
     if check is not None:
         check.result()
-    return _validate(path, obj, required_keys)
+    return _validate(path, obj, required_keys, for_weights=for_weights)
+
+
+def _load_weights_of_foreign(path: Path, map_location: Any, refusal: Exception,
+                             required_keys: Iterable[str], *, mmap: bool,
+                             logger: logging.Logger) -> dict[str, Any]:
+    """``path``, which ``weights_only`` refused with ``refusal`` for a foreign global, read
+    again skipping the foreign objects; a :class:`CheckpointError` unless that gives a dict
+    with a ``"state_dict"`` dict."""
+    try:
+        loaded: ForeignLoad = load_skipping_foreign(path, map_location, mmap=mmap)
+    except Exception as exc:
+        match = _UNSUPPORTED_GLOBAL.search(str(refusal))
+        refused = _describe_refusal(path, match.group(1) if match else "?", hint=False)
+        raise CheckpointError(path, f"{refused}, and reading its tensors with those objects skipped "
+                                    f"failed too ({type(exc).__name__}: {_first_line(exc)})") from refusal
+    checkpoint = loaded.checkpoint
+    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), Mapping):
+        raise CheckpointError(path, f"holds objects that weights_only loading refuses "
+                                    f"({loaded.summary()}) and no 'state_dict' dict of weights beside "
+                                    "them: not a checkpoint hookline can load weights from") from refusal
+    logger.warning("%s: %s; kept its weights, skipped %s", path, _whose(loaded.library()),
+                   loaded.summary())
+    return _check_required(path, checkpoint, required_keys)
 
 
 _VERIFY_ON_THREAD = 4 << 20  # files from this size on are re-hashed while torch.load reads them

@@ -33,7 +33,7 @@ from .. import distributed
 from ..rng import get_rng_state, set_rng_state
 from ..run_state import describe_position
 from .atomic import LATEST_FILENAME, remove_temp_files, write_checkpoint
-from .content import make_meta, serialize
+from .content import make_meta, serialize, to_plain
 from .errors import CheckpointError, NoResumableCheckpointError
 from .fit import check_fits
 from .loading import load_checkpoint_file, resumable_checkpoints
@@ -165,6 +165,10 @@ def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
         runner.logger.warning("checkpoint has no optimizer state: the optimizer starts fresh")
 
 
+#: what :func:`collect` puts in a checkpoint besides ``meta`` and ``hooks`` (tensors already)
+_RUNNER_ENTRIES = frozenset({"state_dict", "optimizer", "param_schedulers", "pending_grads", "rng"})
+
+
 def save(runner: Runner, path: str | Path, *, save_optimizer: bool = True,
          background: bool = False, make_room: Sequence[str | Path] = (),
          meta: Mapping[str, Any] | None = None) -> Path:
@@ -173,6 +177,8 @@ def save(runner: Runner, path: str | Path, *, save_optimizer: bool = True,
     ``make_room``: files that may be deleted before the write when the disk is
     full (see :func:`~hookline.engine.checkpoint.write_checkpoint`); ``meta``:
     entries added to the checkpoint's ``meta`` (MMEngine's ``save_checkpoint(meta=)``).
+    Numpy values that hooks or ``meta`` put in (a metric's ``np.float64``) are stored as
+    Python numbers and tensors (:func:`~.content.to_plain`), which ``weights_only`` loads.
     """
     path = Path(path)
     if not path.is_absolute() and path.parent == Path("."):
@@ -181,6 +187,8 @@ def save(runner: Runner, path: str | Path, *, save_optimizer: bool = True,
     if meta:
         checkpoint["meta"].update(meta)
     runner.hooks.call(runner, "before_save_checkpoint", checkpoint=checkpoint)
+    for key in checkpoint.keys() - _RUNNER_ENTRIES:  # what hooks store: numpy values as
+        checkpoint[key] = to_plain(checkpoint[key])  # numbers and tensors (weights_only)
     if runner.rank == 0:
         payload = serialize(checkpoint)
         spare = [Path(p) for p in make_room]

@@ -1,7 +1,9 @@
 """``mmengine.runner.checkpoint``: loading weights into a module, as MMEngine does.
 
 Files are read with ``torch.load(weights_only=True)`` (hookline's loader:
-a truncated or foreign file is a ``CheckpointError`` naming it).
+a truncated or unusable file is a ``CheckpointError`` naming it). An MMEngine
+training checkpoint, whose message hub holds MMEngine's own classes, gives its
+weights too: those objects are skipped (never imported or run), with a warning.
 
 Example::
 
@@ -55,18 +57,24 @@ def load_checkpoint(model: torch.nn.Module, filename: str | Path,
                     logger: logging.Logger | str | None = None,
                     revise_keys: Sequence[tuple[str, str]] = ((r"^module\.", ""),)) -> dict[str, Any]:
     """Load the weights of ``filename`` (a hookline, MMEngine or mmcv checkpoint, or a bare
-    state dict) into ``model``; returns the checkpoint dict."""
-    checkpoint = _read(filename, map_location or "cpu")
+    state dict) into ``model``; returns the checkpoint dict (objects of MMEngine's classes in
+    it, which are not loaded, are :class:`~hookline.engine.checkpoint.foreign.ForeignObject`
+    placeholders)."""
+    checkpoint = _read(filename, map_location or "cpu",
+                       logger if isinstance(logger, logging.Logger) else None)
     state = checkpoint.get("state_dict", checkpoint)
     load_state_dict(model, _revise(state, revise_keys), strict=strict, logger=logger)
     return checkpoint
 
 
-def _read(filename: str | Path, map_location: Any) -> dict[str, Any]:
-    """A hookline checkpoint, or any ``torch.save`` dict ``weights_only`` accepts (MMEngine's,
-    mmcv's, a bare state dict); everything else is a ``CheckpointError`` naming the file."""
+def _read(filename: str | Path, map_location: Any, logger: logging.Logger | None = None
+          ) -> dict[str, Any]:
+    """A checkpoint with a ``state_dict`` (hookline's, MMEngine's with its message hub
+    skipped, mmcv's), or any ``torch.save`` dict ``weights_only`` accepts (a bare state dict);
+    everything else is a ``CheckpointError`` naming the file."""
     try:
-        checkpoint: dict[str, Any] = load_checkpoint_file(filename, map_location=map_location)
+        checkpoint: dict[str, Any] = load_checkpoint_file(filename, map_location=map_location,
+                                                          for_weights=True, logger=logger)
         return checkpoint
     except CheckpointError as exc:
         if not exc.reason.startswith("not a hookline checkpoint"):
