@@ -40,7 +40,10 @@ class ParamSchedulerHook(Hook):
     * ``by_epoch`` schedulers step after each training epoch (in an
       iteration-based run: every ``len(train_dataloader)`` iterations);
     * the others step after each iteration, so iteration ``i`` (0-based)
-      trains with the value the scheduler gives after ``i`` steps;
+      trains with the value the scheduler gives after ``i`` steps; with
+      gradient accumulation, after each optimizer step (Lightning's rule),
+      except schedulers whose class sets ``steps_every_iteration`` (MMEngine's,
+      ``hookline.compat.mmengine.optim``: every iteration, as MMEngine steps them);
     * ReduceLROnPlateau steps after each validation during training, on its
       ``monitor`` metric (default ``"loss"``); a standalone ``runner.val()``
       does not step it.
@@ -63,6 +66,7 @@ class ParamSchedulerHook(Hook):
 
     def __init__(self) -> None:
         self._per_iter: list = []
+        self._every_iter: list = []
         self._per_epoch: list = []
         self._plateau: list = []
         self._epoch_length: int | None = None
@@ -72,8 +76,10 @@ class ParamSchedulerHook(Hook):
         self._training = False
 
     def before_train(self, runner: Runner) -> None:
-        self._per_iter = [s for s, by_epoch in runner.param_schedulers
-                          if not by_epoch and not isinstance(s, ReduceLROnPlateau)]
+        per_iter = [s for s, by_epoch in runner.param_schedulers
+                    if not by_epoch and not isinstance(s, ReduceLROnPlateau)]
+        self._every_iter = [s for s in per_iter if getattr(s, "steps_every_iteration", False)]
+        self._per_iter = [s for s in per_iter if s not in self._every_iter]
         self._per_epoch = [s for s, by_epoch in runner.param_schedulers
                            if by_epoch and not isinstance(s, ReduceLROnPlateau)]
         self._plateau = [s for s, _ in runner.param_schedulers if isinstance(s, ReduceLROnPlateau)]
@@ -95,6 +101,8 @@ class ParamSchedulerHook(Hook):
             if wrapper is None or wrapper.should_step_schedulers():  # once per optimizer step
                 for scheduler in self._per_iter:
                     scheduler.step()
+        for scheduler in self._every_iter:  # MMEngine's: after every iteration, accumulated or not
+            scheduler.step()
         if self._epoch_length and (runner.iter + 1) % self._epoch_length == 0:
             for scheduler in self._per_epoch:
                 scheduler.step()

@@ -82,3 +82,30 @@ def test_mmengine_schedulers_chain_in_a_runner(tmp_path):
     runner.train()
     assert lrs[:5] == pytest.approx([0.25, 0.5, 0.75, 1.0, 1.0])
     assert lrs[8:10] == pytest.approx([0.1, 0.1])  # the per-epoch milestone after epoch 1
+
+
+def test_mmengine_schedulers_step_every_iteration_while_gradients_accumulate(tmp_path):
+    """MMEngine steps its schedulers after every iteration, accumulated or not, so a window
+    of 12 iterations stays 12 iterations; torch's step once per optimizer step (Lightning's
+    rule), so the same window spans 12 optimizer steps."""
+    def lrs_with(scheduler_type):
+        lrs = []
+
+        class Lr(Hook):
+            def before_train_iter(self, runner, batch_idx, data_batch=None):
+                lrs.append(runner.optimizer.param_groups[0]["lr"])
+
+        make_runner(tmp_path / scheduler_type, hooks=[Lr()], max_epochs=None, max_iters=12,
+                    optimizer=None, optim_wrapper={"optimizer": {"type": "SGD", "lr": 0.1},
+                                                   "accumulative_counts": 3},
+                    param_scheduler={"type": scheduler_type, "start_factor": 0.25,
+                                     "total_iters": 4, "by_epoch": False}
+                    if scheduler_type == "LinearLR" else
+                    {"type": scheduler_type, "start_factor": 0.25, "end": 4, "by_epoch": False}
+                    ).train()
+        return lrs
+
+    assert lrs_with("mmengine.LinearLR")[:6] == pytest.approx(
+        [0.025, 0.05, 0.075, 0.1, 0.1, 0.1])
+    assert lrs_with("LinearLR")[:7] == pytest.approx(
+        [0.025, 0.025, 0.025, 0.04375, 0.04375, 0.04375, 0.0625])

@@ -14,6 +14,7 @@ Example::
 
 from hookline.hooks import DistSamplerSeedHook, EmptyCacheHook, IterTimerHook, SyncBuffersHook
 
+from ...unsupported import MMENGINE_HOOKS, module_getattr, refusal
 from ..registry import HOOKS
 from .adapters import CheckpointHook, EarlyStoppingHook, LoggerHook
 from .ema_hook import EMAHook
@@ -24,6 +25,10 @@ from .runtime_info_hook import RuntimeInfoHook
 HOOKS.add_builtins({cls.__name__: cls for cls in (
     CheckpointHook, DistSamplerSeedHook, EMAHook, EarlyStoppingHook, EmptyCacheHook,
     IterTimerHook, LoggerHook, ParamSchedulerHook, RuntimeInfoHook, SyncBuffersHook)})
+
+HOOKS.add_builtins({name: refusal(name, hint) for name, hint in MMENGINE_HOOKS.items()
+                   if name not in HOOKS.builtins})
+__getattr__ = module_getattr(__name__, MMENGINE_HOOKS)
 
 __all__ = [
     "CheckpointHook", "DistSamplerSeedHook", "EMAHook", "EarlyStoppingHook", "EmptyCacheHook",

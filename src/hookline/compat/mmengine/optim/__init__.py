@@ -13,6 +13,7 @@ from hookline.engine.amp_optim_wrapper import AmpOptimWrapper
 from hookline.engine.optim_wrapper import OptimWrapper
 from hookline.engine.optim_wrapper_dict import OptimWrapperDict
 
+from ...unsupported import MMENGINE_SCHEDULERS, module_getattr
 from .scheduler import (
     INF,
     ConstantLR,
@@ -38,6 +39,8 @@ from .scheduler import (
     StepParamScheduler,
     _ParamScheduler,
 )
+
+__getattr__ = module_getattr(__name__, MMENGINE_SCHEDULERS)
 
 __all__ = [
     "INF", "AmpOptimWrapper", "ConstantLR", "ConstantMomentum", "ConstantParamScheduler",

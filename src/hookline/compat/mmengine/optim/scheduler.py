@@ -32,6 +32,7 @@ from typing import Any
 
 from hookline.core import ConfigError
 
+from ...unsupported import MMENGINE_SCHEDULERS, module_getattr, refusal
 from ..logging import print_log
 from ..registry import PARAM_SCHEDULERS
 
@@ -49,6 +50,10 @@ def _groups(optimizer: Any) -> list[dict[str, Any]]:
 class _ParamScheduler:
     """MMEngine's base class: subclasses define ``_get_value()`` (the new values, chained from
     the groups' current ones; ``self.last_step`` counts steps inside the window)."""
+
+    #: MMEngine steps its schedulers after every training iteration, also while gradients
+    #: accumulate (``ParamSchedulerHook`` reads this; torch's step once per optimizer step)
+    steps_every_iteration = True
 
     def __init__(self, optimizer: Any, param_name: str, begin: int = 0, end: int = INF,
                  last_step: int = -1, by_epoch: bool = True, verbose: bool = False) -> None:
@@ -314,6 +319,8 @@ ConstantLR, CosineAnnealingLR, ExponentialLR, LinearLR, MultiStepLR, StepLR, Pol
 PARAM_SCHEDULERS.add_builtins({cls.__name__: cls for cls in _BASES.values()})
 PARAM_SCHEDULERS.add_builtins(_LR)
 PARAM_SCHEDULERS.add_builtins(_MOMENTUM)
+PARAM_SCHEDULERS.add_builtins({name: refusal(name, hint) for name, hint in MMENGINE_SCHEDULERS.items()})
+__getattr__ = module_getattr(__name__, MMENGINE_SCHEDULERS)
 
 __all__ = [
     "INF", "ConstantLR", "ConstantMomentum", "ConstantParamScheduler", "CosineAnnealingLR",

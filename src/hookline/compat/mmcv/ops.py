@@ -1,0 +1,6 @@
+"""``mmcv.ops``: not ported; importing it raises one ``ImportError`` saying why and what to
+use instead (:data:`hookline.compat.unsupported.MODULES`)."""
+
+from hookline.compat.unsupported import refuse_module
+
+refuse_module("mmcv.ops")
