@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import threading
 
 import pytest
@@ -393,3 +394,17 @@ def test_mmengine_runner_attributes_hooks_read(tmp_path):
     assert runner.log_dir == tmp_path / runner.timestamp and runner.log_dir.is_dir()
     assert runner.val_evaluator is runner.val_loop.evaluator and runner.test_evaluator is None
     assert list(runner.hooks) == runner.hooks.hooks and len(runner.hooks) >= 3
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"callbacks": []}, "Runner got an unexpected argument 'callbacks': pass hooks=[...] "
+                        "(Keras and Lightning callbacks go there too)"),
+    ({"custom_hooks": []}, "unexpected argument 'custom_hooks': pass hooks=[...]"),
+    ({"train_cfg": {"max_epochs": 2}}, "'train_cfg': pass max_epochs= or max_iters="),
+    ({"max_epoch": 2}, "unknown Runner argument 'max_epoch'; did you mean 'max_epochs'"),
+])
+def test_arguments_of_other_runners_and_typos_are_one_error_naming_what_to_pass(
+        tmp_path, kwargs, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        Runner(torch.nn.Linear(2, 2), work_dir=tmp_path / "run", **kwargs)
+    assert not (tmp_path / "run").exists()  # refused before anything was written

@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch
@@ -159,3 +159,36 @@ def resume_and_load_from(resume: str | os.PathLike[str] | bool | None,
     if resume is False:
         return None, load_from
     return resume, load_from
+
+
+#: other frameworks' argument names -> what a hookline Runner takes instead
+_FOREIGN_ARGUMENTS = {
+    "callbacks": "hooks=[...] (Keras and Lightning callbacks go there too)",
+    "custom_hooks": "hooks=[...]",
+    "train_cfg": "max_epochs= or max_iters=, val_interval=, train_loop={...}",
+    "val_evaluator": "metrics={name: metric}", "test_evaluator": "metrics={name: metric}",
+    "val_cfg": "nothing (validation runs from val_dataloader=)",
+    "test_cfg": "nothing (test() runs test_dataloader=)",
+    "randomness": "seed=", "default_scope": "init_default_scope(...) before building",
+    "max_steps": "max_iters=", "epochs": "max_epochs=",
+}
+
+
+def check_unknown_arguments(unknown: Mapping[str, Any], accepted: Iterable[str]) -> None:
+    """One :class:`ConfigError` for keyword arguments a Runner does not take, naming what to
+    pass instead (MMEngine's ``train_cfg``, Lightning's ``callbacks`` ...) or the closest
+    accepted names.
+
+    Example::
+
+        >>> try:
+        ...     check_unknown_arguments({"callbacks": []}, ["hooks", "max_epochs"])
+        ... except ConfigError as exc:
+        ...     print(exc)  # doctest: +ELLIPSIS
+        Runner got an unexpected argument 'callbacks': pass hooks=[...] (Keras and Lightning ...
+    """
+    for name in unknown:
+        if name in _FOREIGN_ARGUMENTS:
+            raise ConfigError(f"Runner got an unexpected argument {name!r}: pass "
+                              f"{_FOREIGN_ARGUMENTS[name]}")
+        raise ConfigError.unknown("Runner argument", name, accepted)

@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import time
 import weakref
@@ -33,7 +34,7 @@ import torch
 from hookline.core import ConfigError, HookHandle
 
 from . import distributed
-from .arguments import check_runner_arguments, resume_and_load_from
+from .arguments import check_runner_arguments, check_unknown_arguments, resume_and_load_from
 from .checkpoint import CheckpointError, CheckpointWriter
 from .checks import positive_int
 from .closure_hook import ClosureHook
@@ -83,7 +84,11 @@ class Runner(RunnerAttributes, RunnerCheckpoints):
                  default_hooks: Mapping[str, Any] | None = None, seed: int = 0,
                  device: str | torch.device = "auto", resume: str | Path | bool | None = None,
                  load_from: str | Path | None = None, config: Mapping[str, Any] | None = None,
-                 fast_data: bool = True, signal_sync_interval: int = 1) -> None:
+                 fast_data: bool = True, signal_sync_interval: int = 1,
+                 **unknown: Any) -> None:
+        if unknown:  # one clear error, naming what to pass instead (not Python's TypeError)
+            check_unknown_arguments(unknown, [name for name, p in inspect.signature(Runner)
+                                              .parameters.items() if p.kind is not p.VAR_KEYWORD])
         check_runner_arguments(  # before anything is built or written
             model=model, optimizer=optimizer, optim_wrapper=optim_wrapper, loss_fn=loss_fn,
             param_scheduler=param_scheduler, train_dataloader=train_dataloader,
