@@ -124,3 +124,85 @@ def test_torch_cond_is_counted_for_the_branch_taken():
 
     assert summary(Branchy(), input_data=torch.ones(4, 4)).total_flops == 2 * 4 * 4 * 4
     assert summary(Branchy(), input_data=-torch.ones(4, 4)).total_flops == 0
+
+
+class _CatchInside(nn.Module):
+    """forward catches an error its first submodule raises, then takes another path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fast = nn.Linear(3, 4)  # expects 3 features; the input has 4: it raises
+        self.slow = nn.Sequential(nn.Linear(4, 4))
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        try:
+            y = self.fast(x)
+        except RuntimeError:
+            y = self.slow(x)
+        return self.head(y)
+
+
+def test_a_submodule_error_forward_catches_leaves_the_tree_as_torchinfo_shows_it():
+    torch.manual_seed(0)
+    model = _CatchInside()
+    got = summary(model, input_size=(2, 4), depth=1)
+    theirs = torchinfo.summary(model, input_size=(2, 4), depth=1, verbose=0)
+    assert [(r.depth, r.name) for r in got.layers] == [(0, ""), (1, "fast"), (1, "slow"), (1, "head")]
+    assert [(r.depth, r.var_name) for r in got.summary_list][1:4] == \
+        [(layer.depth, layer.var_name) for layer in theirs.summary_list][1:4]
+    assert not model.fast._forward_hooks  # noqa: SLF001  (the hooks are gone)
+
+
+def test_parameters_of_layers_that_never_ran_count_on_their_parents_row_as_in_torchinfo():
+    class Unused(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.used = nn.Linear(4, 4)
+            self.spare = nn.Linear(4, 108)  # never called: 540 parameters
+
+        def forward(self, x):
+            return self.used(x)
+
+    got = summary(Unused(), input_size=(2, 4), col_names=["num_params"])
+    theirs = torchinfo.summary(Unused(), input_size=(2, 4), col_names=["num_params"], verbose=0)
+    root = str(got).splitlines()[3].split()
+    assert root == ["Unused", "540"] and str(theirs).splitlines()[3].split() == ["Unused", "540"]
+    assert got.layers[0].own_params == 540 and got.total_params == 560
+
+
+def test_frozen_layers_show_their_count_in_parentheses():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    model[0].requires_grad_(False)
+    rows = str(summary(model, input_size=(1, 4), col_names=["num_params"])).splitlines()
+    assert rows[4].split()[-1] == "(20)" and rows[5].split()[-1] == "10"
+
+
+def test_torchinfo_attribute_names_of_the_result_and_its_rows():
+    torch.manual_seed(0)
+    model = DigitsCNN()
+    got = summary(model, input_size=(2, 1, 8, 8))
+    theirs = torchinfo.summary(model, input_size=(2, 1, 8, 8), verbose=0)
+    assert got.total_mult_adds == got.total_macs
+    assert got.total_input == got.input_bytes == 2 * 64 * 4  # torchinfo adds Python's object overhead
+    assert got.total_param_bytes == theirs.total_param_bytes
+    assert got.total_output_bytes == 2 * got.activation_bytes
+    assert len(got.summary_list) == len(theirs.summary_list)
+    for ours, their in zip(got.summary_list, theirs.summary_list):
+        assert (ours.class_name, ours.var_name, ours.depth, ours.num_params, ours.trainable_params,
+                ours.output_size, ours.input_size, ours.is_recursive, ours.trainable) == (
+            their.class_name, their.var_name, their.depth, their.num_params, their.trainable_params,
+            their.output_size, their.input_size, their.is_recursive, their.trainable)
+
+
+def test_torchinfos_input_forms_numpy_dims_nested_lists_and_mode_none():
+    import numpy as np  # noqa: PLC0415
+
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.Linear(4 * 30 * 30, 2))
+    for size in [(1, np.int64(3), np.int64(32), 32), [[(1, 3, 32, 32)]]]:
+        assert summary(model, input_size=size).layers[-1].output_shape == [1, 2]
+    model.train()
+    assert summary(model, input_size=(1, 3, 32, 32), mode=None).total_params == 4 * 27 + 4 + 7202
+    assert model.training
+    with pytest.raises(ConfigError, match="give input_size or input_data, not both"):
+        summary(model, input_size=(1, 3, 32, 32), input_data=torch.zeros(1, 3, 32, 32))

@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,15 +39,27 @@ _SHAPE_HELP = ("input_size must be a shape such as (1, 3, 32, 32), batch dimensi
                "shapes, one per positional input ([] for a 0-d tensor)")
 
 
+def _is_dim(value: Any) -> bool:
+    """An int dimension (numpy's integers too, as torchinfo takes them; not a bool)."""
+    if isinstance(value, bool):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _is_shape(value: Any) -> bool:
-    return isinstance(value, (tuple, list, torch.Size)) and all(
-        isinstance(d, int) and not isinstance(d, bool) for d in value)
+    return isinstance(value, (tuple, list, torch.Size)) and all(_is_dim(d) for d in value)
 
 
 def _sizes(input_size: Any) -> list[tuple[int, ...]]:
     if not isinstance(input_size, (tuple, list, torch.Size)) or len(input_size) == 0:
         raise ConfigError(f"{_SHAPE_HELP}; got {input_size!r}")
     sizes = [input_size] if _is_shape(input_size) else list(input_size)
+    if len(sizes) == 1 and isinstance(sizes[0], list) and not _is_shape(sizes[0]):
+        sizes = list(sizes[0])  # torchinfo's [[(1, 3, 32, 32)]]: a list holding the list of shapes
     for size in sizes:
         if not _is_shape(size):
             raise ConfigError(f"{_SHAPE_HELP}; got {input_size!r}")
@@ -55,7 +68,7 @@ def _sizes(input_size: Any) -> list[tuple[int, ...]]:
         if any(d == 0 for d in size):
             raise ConfigError(f"input_size {input_size!r} has a dimension of size 0: every dimension must be "
                               ">= 1 (for a 0-d scalar input, give [] in a list of shapes)")
-    return [tuple(size) for size in sizes]
+    return [tuple(operator.index(d) for d in size) for size in sizes]
 
 
 #: dtype names accepted by ``dtypes`` and ``hookline inspect --dtypes``
@@ -118,6 +131,9 @@ def make_inputs(input_size: Any, input_data: Any, dtypes: Any, device: torch.dev
         if input_data is not None or input_size is None:
             raise ConfigError("batch_dim works with input_size only (torchinfo's meaning: input_size leaves "
                               "out the batch dimension); input_data already has its batch dimension")
+    if input_data is not None and input_size is not None:
+        raise ConfigError("give input_size or input_data, not both (input_data is the input itself; "
+                          "input_size makes random inputs of that shape)")
     if input_data is not None:
         data = map_tensors(input_data, _to_device(device))  # a PackedSequence's batch_sizes stay on the CPU
         if isinstance(data, (torch.Tensor, PackedSequence)):

@@ -31,7 +31,9 @@ class LayerRecord:
             several tensors, or None (no tensor output, or a container row).
         params: parameters of the module and its children (each tensor once).
         trainable_params: those of ``params`` that require grad.
-        own_params: parameters held by the module itself, not its children.
+        own_params: parameters of the module that none of its child rows holds: its own,
+            and those of children that never ran (the row's count when its children
+            have rows, as torchinfo shows them, so the column adds up to the total).
         own_trainable: those of ``own_params`` that require grad.
         flops: FLOPs of this call including its children (``FlopCounterMode``: 2 per multiply-add).
         output_bytes: bytes of the output tensors that are new memory (not views or in-place results).
@@ -72,6 +74,47 @@ class LayerRecord:
         """The last part of the name and the type, e.g. ``conv1 (Conv2d)``."""
         short = self.name.rsplit(".", 1)[-1]
         return f"{short} ({self.type_name})" if short else self.type_name
+
+    # -- torchinfo's LayerInfo names, for code written against it ------------------------------
+    @property
+    def class_name(self) -> str:
+        """torchinfo's name for :attr:`type_name`."""
+        return self.type_name
+
+    @property
+    def var_name(self) -> str:
+        """The last part of :attr:`name` (torchinfo's attribute name of the module; the
+        model's class name for the model's row, as torchinfo gives it)."""
+        return self.name.rsplit(".", 1)[-1] or self.type_name
+
+    @property
+    def num_params(self) -> int:
+        """torchinfo's name for :attr:`params`."""
+        return self.params
+
+    @property
+    def output_size(self) -> Any:
+        """torchinfo's name for :attr:`output_shape`."""
+        return self.output_shape
+
+    @property
+    def input_size(self) -> Any:
+        """torchinfo's name for :attr:`input_shape`."""
+        return self.input_shape
+
+    @property
+    def is_recursive(self) -> bool:
+        """torchinfo's name for :attr:`reused`."""
+        return self.reused
+
+    @property
+    def trainable(self) -> str:
+        """torchinfo's ``"True"``, ``"False"``, ``"Partial"`` or ``"--"`` (no parameters)."""
+        if not self.params:
+            return _DASH
+        if self.trainable_params == self.params:
+            return "True"
+        return "False" if not self.trainable_params else "Partial"
 
 
 def readable(num: float, unit: str = "") -> str:
@@ -148,6 +191,32 @@ class ModelSummary:
     def non_trainable_params(self) -> int:
         return self.total_params - self.trainable_params
 
+    # -- torchinfo's ModelStatistics names, for code written against it -------------------------
+    @property
+    def summary_list(self) -> list[LayerRecord]:
+        """Every row, whatever ``depth`` shows (torchinfo's ``summary_list``)."""
+        return self.all_layers or self.layers
+
+    @property
+    def total_mult_adds(self) -> int:
+        """torchinfo's name for :attr:`total_macs`."""
+        return self.total_macs
+
+    @property
+    def total_input(self) -> int:
+        """torchinfo's name for :attr:`input_bytes`."""
+        return self.input_bytes
+
+    @property
+    def total_param_bytes(self) -> int:
+        """torchinfo's name for :attr:`param_bytes`."""
+        return self.param_bytes
+
+    @property
+    def total_output_bytes(self) -> int:
+        """torchinfo's forward/backward estimate: twice :attr:`activation_bytes`."""
+        return 2 * self.activation_bytes
+
     @property
     def total_bytes(self) -> int:
         """Input, activation-estimate and parameter bytes together."""
@@ -162,10 +231,13 @@ class ModelSummary:
             return row.own_params, row.own_trainable
         return row.params, row.trainable_params
 
-    def _cell(self, column: str, row: LayerRecord, counts: tuple[int, int] | None) -> str:
+    def _cell(self, column: str, row: LayerRecord, counts: tuple[int, int] | None,
+              expanded: bool = False) -> str:
         if column in ("num_params", "trainable_params", "params_percent") and counts is None:
             return "(reused)"
-        if column == "num_params":
+        if column == "num_params":  # torchinfo's: a frozen layer's count in parentheses
+            if counts and counts[0] and not counts[1] and not expanded:
+                return f"({counts[0]:,})"
             return _num(counts[0]) if counts else _DASH
         if column == "trainable_params":
             return _num(counts[1]) if counts else _DASH
@@ -173,10 +245,7 @@ class ModelSummary:
             share = counts[0] / self.total_params if counts and self.total_params else 0.0
             return f"{100 * share:.2f}%" if share else _DASH
         if column == "trainable":  # torchinfo's: of all the module's parameters
-            if not row.params:
-                return _DASH
-            return "True" if row.trainable_params == row.params else "False" if not row.trainable_params \
-                else "Partial"
+            return row.trainable
         if column == "kernel_size":
             return _DASH if row.kernel_size is None else str(row.kernel_size)
         if column == "input_size":
@@ -212,9 +281,10 @@ class ModelSummary:
         rows: list[tuple[str, ...]] = []
         for row in layers:
             indent = (pipe + "   ") * max(row.depth - 1, 0) + (branch if row.depth == 1 else last)
-            counts = self._param_cells(row, id(row) in shown_parents)
+            expanded = id(row) in shown_parents
+            counts = self._param_cells(row, expanded)
             rows.append(((indent if row.depth else "") + self._label(row, index),
-                         *(self._cell(c, row, counts) for c in columns)))
+                         *(self._cell(c, row, counts, expanded) for c in columns)))
             if self.verbose == 2 and not row.reused:  # own parameters; children's when they have no rows
                 inner = (pipe + "   ") * row.depth + last
                 for name, shape, numel in row.param_shapes:

@@ -65,6 +65,14 @@ def _count(module: nn.Module) -> tuple[int, int, int, int]:
             sum(p.numel() for p in own), sum(p.numel() for p in own if p.requires_grad))
 
 
+def _not_under(module: nn.Module, children: list[nn.Module]) -> tuple[int, int]:
+    """Parameters of ``module`` (all, trainable) held by none of ``children``."""
+    covered = {id(p) for child in children for p in child.parameters()}
+    rest = {id(p): p for p in module.parameters() if id(p) not in covered and not is_lazy(p)}
+    return (sum(p.numel() for p in rest.values()),
+            sum(p.numel() for p in rest.values() if p.requires_grad))
+
+
 def _is_scripted(module: nn.Module) -> bool:
     """TorchScript modules run no Python hooks (registering one raises)."""
     return isinstance(module, torch.jit.ScriptModule)
@@ -178,11 +186,18 @@ class _Collector:
 
     def finish(self) -> None:
         counts: dict[int, tuple[int, int, int, int]] = {}
+        called_children: dict[int, list[nn.Module]] = {}  # id(record) -> modules of its child rows
+        for record, module in zip(self.records, self.modules):
+            if record.parent is not None:
+                called_children.setdefault(id(record.parent), []).append(module)
         for record, module in zip(self.records, self.modules):
             count = counts.get(id(module))
             if count is None:
                 count = counts[id(module)] = _count(module)
             record.params, record.trainable_params, record.own_params, record.own_trainable = count
+            children = called_children.get(id(record))
+            if children:  # own: what no child row accounts for (its own, and never-called children's)
+                record.own_params, record.own_trainable = _not_under(module, children)
             record.param_shapes = [(n, list(p.shape), p.numel()) for n, p in module.named_parameters()
                                    if not is_lazy(p)]
             if record.container:
@@ -193,7 +208,7 @@ def summary(model: nn.Module, input_size: Sequence[int] | Sequence[Sequence[int]
             input_data: Any = None, depth: int = 3, *, batch_dim: int | None = None,
             col_names: Iterable[str] | None = None,
             dtypes: torch.dtype | str | Sequence[torch.dtype | str] | None = None,
-            device: torch.device | str | None = None, mode: str = "eval",
+            device: torch.device | str | None = None, mode: str | None = "eval",
             row_settings: Iterable[str] | None = None, verbose: int | None = None, count_flops: bool = True,
             **kwargs: Any) -> ModelSummary:
     """Run one forward pass of ``model`` and return its :class:`ModelSummary`.
@@ -219,7 +234,7 @@ def summary(model: nn.Module, input_size: Sequence[int] | Sequence[Sequence[int]
             or names (``"long"``).
         device: where inputs go (default: the model's parameters' device). The
             model is not moved (torchinfo moves it): parameters elsewhere are a ConfigError.
-        mode: ``"eval"`` (default), ``"train"`` or ``"same"``; every module's
+        mode: ``"eval"`` (default; torchinfo's ``None`` too), ``"train"`` or ``"same"``; every module's
             training flag is restored afterwards.
         row_settings: torchinfo's ``depth`` (``: 1-2`` after the label),
             ``var_names`` (``name (Type)``), ``ascii_only``,
@@ -246,6 +261,8 @@ def summary(model: nn.Module, input_size: Sequence[int] | Sequence[Sequence[int]
         raise ConfigError(f"summary expects an nn.Module, got {type(model).__name__}")
     if not isinstance(depth, int) or depth < 0:
         raise ConfigError(f"depth must be an int >= 0, got {depth!r}")
+    if mode is None:  # torchinfo's default: eval
+        mode = "eval"
     if mode not in MODES:
         raise ConfigError.unknown("mode", mode, MODES)
     given = input_size is not None or input_data is not None or bool(kwargs)
@@ -298,7 +315,8 @@ def _run(model: nn.Module, inputs: tuple[tuple[Any, ...], dict[str, Any]] | None
         for module in collector.names:
             if not scripted and not _is_scripted(module):
                 handles.add(hook_module(module, collector.pre, "forward_pre"))
-                handles.add(hook_module(module, collector.post, "forward", with_kwargs=True))
+                handles.add(hook_module(module, collector.post, "forward", with_kwargs=True,
+                                        always_call=True))  # a call that raised ends too
         counting = collector.counter if collector.counter is not None else contextlib.nullcontext()
         with torch.no_grad(), no_mha_fastpath(), counting:
             output = model(*args, **forward_kwargs)
