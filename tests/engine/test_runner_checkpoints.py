@@ -22,6 +22,7 @@ def test_load_checkpoint_mid_run_loads_weights_and_keeps_the_run_where_it_is(tmp
 
         def after_train_epoch(self, runner):
             if runner.epoch == 1:  # epoch 2 just ended; epoch_1.pth exists
+                runner.flush_checkpoints()  # written in the background: wait for it
                 self.loaded = {k: v.clone() for k, v in
                                load_checkpoint_file(runner.work_dir / "epoch_1.pth")
                                ["state_dict"].items()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 
 import pytest
+from torch.utils.data import DataLoader
 
 import hookline.hooks.keras
 from hookline import HOOKS, HookError
@@ -14,6 +15,7 @@ from hookline.hooks.keras import Logs
 from ._toy import (  # one_thread is an autouse fixture
     Explode,
     assert_equal_states,
+    dataset,
     make_runner,
     one_thread,  # noqa: F401
     snapshot,
@@ -225,3 +227,31 @@ def test_batch_only_callbacks_get_the_running_mean_of_their_own_epoch(tmp_path):
     runner.on("after_train_iter", lambda r, outputs, **kw: losses.append(outputs["loss"].item()))
     runner.train()
     assert last_of_epoch == pytest.approx([sum(losses[:6]) / 6, sum(losses[6:]) / 6], rel=1e-6)
+
+
+def test_epoch_and_test_batch_means_are_weighted_by_batch_size_as_keras_weights_them(tmp_path):
+    """44 samples in batches of 8 (the last one 4): a plain mean over batches would count the
+    short batch as much as a full one (tests/integrations compares with keras.Model.fit)."""
+    seen: dict[str, list[float]] = {"epoch": [], "test_batch": []}
+
+    class Means(KerasCallback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen["epoch"].append(logs["loss"])
+
+        def on_test_batch_end(self, batch, logs=None):
+            seen["test_batch"].append(logs["loss"])
+
+    runner = make_runner(tmp_path, hooks=[Means()], max_epochs=1, shuffle=False,
+                         data=dataset(44))
+    runner.val_loop.dataloader = DataLoader(dataset(20), batch_size=16)  # 16, then 4
+    steps: list[tuple[float, int]] = []
+    runner.on("after_train_iter", lambda r, data_batch, outputs, **kw: steps.append(
+        (outputs["loss"].item(), len(data_batch[1]))))
+    tests: list[tuple[float, int]] = []
+    runner.on("after_val_iter", lambda r, data_batch, outputs, **kw: tests.append(
+        (outputs["loss"].item(), len(data_batch[1]))))
+    runner.train()
+    assert [n for _, n in steps] == [8] * 5 + [4]
+    weighted = sum(loss * n for loss, n in steps) / 44
+    assert seen["epoch"] == [pytest.approx(weighted, rel=1e-6)]
+    assert seen["test_batch"][-1] == pytest.approx(sum(v * n for v, n in tests) / 20, rel=1e-6)

@@ -80,7 +80,7 @@ class _Counter:
 
 def fit_keras(make_callbacks: Callable[[], list[Any]], *, epochs: int = 6, lr: float = 0.5,
               seed: int = 0, noise: float = 0.0, validation: bool = True,
-              verbose: int = 0) -> Run:
+              verbose: int = 0, validation_freq: int = 1) -> Run:
     x, y, xv, yv = data(seed, noise)
     kernel, bias = initial_weights(seed)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
@@ -94,7 +94,7 @@ def fit_keras(make_callbacks: Callable[[], list[Any]], *, epochs: int = 6, lr: f
     with contextlib.redirect_stdout(out):
         model.fit(x, y, batch_size=BATCH, epochs=epochs, shuffle=False, verbose=verbose,
                   validation_data=(xv, yv) if validation else None,
-                  callbacks=[*callbacks, counter.cb()])
+                  validation_freq=validation_freq, callbacks=[*callbacks, counter.cb()])
     kernel, bias = model.get_weights()
     lr_now = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
     return Run(callbacks, [kernel.T.copy(), bias.copy()], lr_now, out.getvalue(), counter.batches)

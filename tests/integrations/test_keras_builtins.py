@@ -135,8 +135,10 @@ def test_terminate_on_nan_stops_at_the_same_batch():
     assert hook_run.stdout.count("Invalid loss, terminating training") == 1
     assert hook_run.stdout == keras_run.stdout
     k_hist, h_hist = (run.of(callbacks.History).history for run in (keras_run, hook_run))
-    # Keras validates the cut epoch (on NaN weights); a hookline run stops without validating
     assert h_hist["loss"] == k_hist["loss"] == [np.inf]
+    # both validate the cut epoch (on NaN weights), as fit does for any stop_training
+    assert sorted(h_hist) == ["accuracy", "loss", "val_accuracy", "val_loss"]
+    assert_same_history(k_hist, h_hist)
 
 
 def test_progbar_logger_prints_the_epoch_lines_and_metrics():

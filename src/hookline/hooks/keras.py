@@ -77,6 +77,27 @@ class Logs(MutableMapping):
         return repr(dict(self))
 
 
+def batch_size(data_batch: Any, outputs: Any = None) -> int:
+    """Samples in a batch (the first dimension of the step's ``targets``, else of the batch's
+    first tensor); 1 if unknown. Keras weights a step's values by it.
+
+    Example::
+
+        >>> batch_size((torch.zeros(5, 3), torch.zeros(5)))
+        5
+    """
+    if isinstance(outputs, Mapping) and isinstance(outputs.get("targets"), torch.Tensor):
+        data_batch = outputs["targets"]
+    stack = [data_batch]
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, torch.Tensor):
+            return int(item.shape[0]) if item.dim() else 1
+        stack.extend(item.values() if isinstance(item, Mapping) else
+                     item if isinstance(item, (list, tuple)) else ())
+    return 1
+
+
 class _Means:
     """Running sums of the scalar step outputs, kept on the device (no sync)."""
 
@@ -160,7 +181,9 @@ class KerasCallback(Hook):
     ``on_epoch_begin(epoch, logs)``                 before each training epoch (0-based)
     ``on_epoch_end(epoch, logs)``                   after the epoch *and its validation*:
                                                     epoch means of the step outputs
-                                                    (``loss`` ...) plus ``val_<metric>``
+                                                    (``loss`` ...), weighted by batch size
+                                                    as Keras weights them, plus
+                                                    ``val_<metric>``
     ``on_train_batch_begin(batch, logs)``           before each step (``batch``: index in
                                                     the epoch; ``logs`` empty)
     ``on_train_batch_end(batch, logs)``             after each step: running epoch means
@@ -314,7 +337,7 @@ class KerasCallback(Hook):
                          outputs: dict | None = None) -> None:
         self.runner = runner
         means = self._means("train")
-        means.add(outputs)
+        means.add(outputs, batch_size(data_batch, outputs))
         if "on_train_batch_end" in self._overridden():
             self._method("on_train_batch_end")(batch_idx, means.logs())
 
@@ -348,45 +371,30 @@ class KerasCallback(Hook):
             (epoch, logs), self._pending = self._pending, None
             self._end_epoch(epoch, logs)
 
-    # -- validation / test stages ------------------------------------------------------------
-    def _test_begin(self, runner: Runner) -> None:
+    # -- validation / test stages (the test ones are the same methods) ------------------------
+    def before_val(self, runner: Runner) -> None:
         self.runner = runner
         self._test_means = _Means()
         if "on_test_begin" in self._overridden():
             self.on_test_begin(Logs())
 
-    def _test_batch_end(self, runner: Runner, batch_idx: int, outputs: Any) -> None:
-        self.runner = runner
-        means = self._means("test")
-        means.add(outputs)
-        self.on_test_batch_end(batch_idx, means.logs())
-
-    def _test_end(self, runner: Runner, metrics: Mapping[str, float] | None) -> None:
-        self.runner = runner
-        if "on_test_end" in self._overridden():
-            self.on_test_end(Logs(metrics))
-
-    def before_val(self, runner: Runner) -> None:
-        self._test_begin(runner)
-
-    def before_test(self, runner: Runner) -> None:
-        self._test_begin(runner)
-
     def before_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
-        self.runner = runner
-        self.on_test_batch_begin(batch_idx, Logs())
-
-    def before_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         self.runner = runner
         self.on_test_batch_begin(batch_idx, Logs())
 
     def after_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                        outputs: Any = None) -> None:
-        self._test_batch_end(runner, batch_idx, outputs)
+        self.runner = runner
+        means = self._means("test")
+        means.add(outputs, batch_size(data_batch, outputs))  # weighted by batch size, as Keras
+        self.on_test_batch_end(batch_idx, means.logs())
 
-    def after_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
-                        outputs: Any = None) -> None:
-        self._test_batch_end(runner, batch_idx, outputs)
+    before_test, before_test_iter, after_test_iter = before_val, before_val_iter, after_val_iter
+
+    def _test_end(self, runner: Runner, metrics: Mapping[str, float] | None) -> None:
+        self.runner = runner
+        if "on_test_end" in self._overridden():
+            self.on_test_end(Logs(metrics))
 
     def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._test_end(runner, metrics)

@@ -18,7 +18,9 @@ on_train_begin        ``before_train``
 on_epoch_begin        ``before_train_epoch``
 on_train_batch_begin  ``before_train_iter`` (``on_batch_begin`` too)
 on_train_batch_end    ``after_train_iter`` (``on_batch_end`` too)
-on_epoch_end          after the epoch *and its validation* (``val_*`` in logs)
+on_epoch_end          after the epoch *and its validation* (``val_*`` in logs;
+                      an epoch ``stop_training`` cut short is validated first
+                      when a validation was due after it, as ``fit`` does)
 on_test_begin/end     around each validation and test pass
 on_test_batch_*       around each validation and test step
 on_train_end          ``after_train``
@@ -125,6 +127,8 @@ class KerasCallbackHook(Hook):
         self.book = book
         self.model = KerasModel(runner)
         self.methods = keras_methods(callback)
+        if "on_test_batch_end" in self.methods:
+            book.test_batch_metrics = True  # its logs have the metrics' running values
         self._calls = {name: self._resolve(name) for name in self.methods}
         self._seen = book.serial  # epochs published before this callback joined are not its own
         self._stages = {"before_train"}.union(*(_STAGES[m] for m in self.methods))
@@ -259,4 +263,4 @@ def wrap_keras_callback(callback: Any, runner: Runner) -> KerasCallbackHook:
     for hook in runner.hooks.hooks:
         if isinstance(hook, KerasCallbackHook) and hook.callback is callback:
             raise ConfigError(f"{type(callback).__name__} is already registered with this Runner")
-    return KerasCallbackHook(callback, KerasLogBook.of(runner), runner)
+    return KerasCallbackHook(callback, KerasLogBook.of(runner, callback), runner)

@@ -8,8 +8,13 @@ One book per Runner (registered with the first Keras callback, at priority
   the training batches, each weighted by the batch size as Keras weights them;
 - per epoch: those means at the epoch's end plus the validation metrics as
   ``val_<name>``, reported after the epoch's validation;
-- per validation or test batch: running means of the step outputs; at the
-  end of the pass, its metrics.
+- per validation or test batch: running means of the step outputs and (when a
+  callback has ``on_test_batch_end``) of the loop's metrics; at the end of the
+  pass, its metrics.
+
+An epoch that ``stop_training`` cuts short is validated before it is
+reported, when a validation was due after it, as ``keras.Model.fit``
+validates the epoch it stops in (:meth:`KerasLogBook._validate_cut_epoch`).
 
 Like Keras's ``CallbackList``, every callback gets the same ``logs`` object of
 a step, so what one callback adds (``ReduceLROnPlateau`` adds
@@ -22,13 +27,14 @@ from the model's output (a forward hook keeps the last output of the step)
 and the batch's targets (``(inputs, targets)`` batches; a step whose outputs
 hold ``preds`` and ``targets`` gives those), under its own name; a
 torchmetrics metric is a private copy, updated per batch. ``KerasLogBook(
-train_metrics=False)`` registered before the callbacks turns this off.
+train_metrics=False)`` registered before the callbacks turns this off (a book
+registered after them is refused with a ``ConfigError`` when the run starts).
 
 Example::
 
     >>> book = KerasLogBook()
     >>> book.priority, book.triggered_stages()[:2]
-    ('HIGHEST', ['before_train', 'before_train_epoch'])
+    ('HIGHEST', ['before_run', 'before_train'])
 """
 
 from __future__ import annotations
@@ -39,8 +45,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from hookline.core import ConfigError
 from hookline.engine.hook import Hook
-from hookline.hooks.keras import Logs, _Means
+from hookline.hooks.keras import Logs, _Means, batch_size
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -48,45 +55,25 @@ if TYPE_CHECKING:
 __all__ = ["KerasLogBook", "batch_size"]
 
 
-def batch_size(data_batch: Any, outputs: Any = None) -> int:
-    """Samples in a batch (the first dimension of its targets or first tensor); 1 if unknown.
-
-    Example::
-
-        >>> batch_size((torch.zeros(5, 3), torch.zeros(5)))
-        5
-    """
-    if isinstance(outputs, Mapping) and isinstance(outputs.get("targets"), torch.Tensor):
-        targets = outputs["targets"]
-        return int(targets.shape[0]) if targets.dim() else 1
-    stack = [data_batch]
-    while stack:
-        item = stack.pop(0)
-        if isinstance(item, torch.Tensor):
-            return int(item.shape[0]) if item.dim() else 1
-        if isinstance(item, Mapping):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-    return 1
-
-
 def _sorted(values: Mapping[str, Any]) -> Logs:
     """Keras sorts the keys of every ``logs`` it hands out (``pythonify_logs``)."""
     return Logs({key: values[key] for key in sorted(values)})
 
 
-class _TrainMetrics:
-    """The Runner's metrics computed on training batches, as running, batch-size-weighted means."""
+class _BatchMetrics:
+    """Metrics computed batch by batch, as running, batch-size-weighted means: the Runner's
+    metrics on the training batches (``model`` given: a forward hook keeps the step's output),
+    or a validation / test loop's metrics on its batches (from the outputs' ``preds``)."""
 
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, metrics: Mapping[str, Any], model: torch.nn.Module | None = None) -> None:
         self.metrics: dict[str, Any] = {}
-        for name, metric in (getattr(runner, "metrics", None) or {}).items():
+        for name, metric in (metrics or {}).items():
             stateful = hasattr(metric, "update") and hasattr(metric, "compute")
             self.metrics[name] = copy.deepcopy(metric) if stateful else metric
         self.preds: Any = None
         self.capturing = False
-        self.handle = runner.model.register_forward_hook(self._keep) if self.metrics else None
+        self.handle = model.register_forward_hook(self._keep) \
+            if self.metrics and model is not None else None
 
     def _keep(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         if self.capturing:
@@ -131,19 +118,48 @@ class _TrainMetrics:
             self.handle = None
 
 
+def _add_batch(means: _Means, metrics: _BatchMetrics | None, data_batch: Any,
+               outputs: Any) -> None:
+    """One step's scalar outputs and (when ``metrics``) its metric values into ``means``,
+    weighted by the batch size."""
+    weight = batch_size(data_batch, outputs)
+    means.add(outputs, weight)
+    if metrics is not None:
+        metrics.capturing = False
+        values = metrics.values(data_batch, outputs)
+        if values:
+            count = means.count
+            means.add(values, weight)
+            means.count = count  # one count per sample, shared by all keys
+
+
 class KerasLogBook(Hook):
-    """The shared ``logs`` of the Keras callbacks of one Runner (see the module docstring)."""
+    """The shared ``logs`` of the Keras callbacks of one Runner (see the module docstring).
+
+    Args:
+        train_metrics: compute the Runner's ``metrics`` on the training batches too (Keras's
+            ``accuracy`` next to ``val_accuracy``); register ``KerasLogBook(train_metrics=False)``
+            before the Keras callbacks to leave them out (registered after them, the run
+            refuses to start: they already share the book the first of them created).
+    """
 
     priority = "HIGHEST"
 
     def __init__(self, train_metrics: bool = True) -> None:
         self.train_metrics = bool(train_metrics)
+        #: whether a callback reads validation / test batch logs (their running metrics are
+        #: computed then only); set by the callbacks' hooks as they join
+        self.test_batch_metrics = False
         self._train = _Means()
         self._test = _Means()
-        self._metrics: _TrainMetrics | None = None
+        self._metrics: _BatchMetrics | None = None
+        self._pass_metrics: dict[str, _BatchMetrics | None] = {}  # per loop mode, built once
+        self._test_metrics: _BatchMetrics | None = None  # those of the running pass
         self._batch_logs: Logs | None = None
         self._test_batch_logs: Logs | None = None
         self._resumed = False
+        self._start_iter = 0  # runner.iter when the current train() started
+        self._created_by: str | None = None  # the callback that made the run register it
         #: the epoch being reported: its index, logs, whether its validation is still to come
         self.epoch = 0
         self.epoch_logs: Logs | None = None
@@ -158,14 +174,29 @@ class KerasLogBook(Hook):
         self.test_logs: Logs = Logs()
 
     @classmethod
-    def of(cls, runner: Runner) -> KerasLogBook:
-        """The runner's book, registered now if it has none."""
+    def of(cls, runner: Runner, callback: Any = None) -> KerasLogBook:
+        """The runner's book, registered now if it has none (``callback``: the Keras callback
+        being registered, named if a book given later has to be refused)."""
         for hook in runner.hooks.hooks:
             if isinstance(hook, cls):
                 return hook
         book = cls()
+        book._created_by = type(callback).__name__ if callback is not None else "a callback"
         runner.register_hook(book)
         return book
+
+    def before_run(self, runner: Runner) -> None:
+        """One book per run: a second one (``KerasLogBook(train_metrics=False)`` registered
+        after the callbacks) would be ignored by them, so the run does not start."""
+        books = [hook for hook in runner.hooks.hooks if isinstance(hook, KerasLogBook)]
+        if len(books) > 1 and books[0] is self:
+            given = ", ".join(f"KerasLogBook(train_metrics={b.train_metrics})" for b in books[1:])
+            why = (f"the first was registered with the Keras callback {self._created_by}, "
+                   "whose logs it builds" if self._created_by else "the callbacks use the first")
+            raise ConfigError(
+                f"this Runner has {len(books)} KerasLogBook hooks and takes one: {given} came "
+                f"after the Keras callbacks ({why}); register it before them (first in "
+                "hooks=[...]) so that its options apply")
 
     # -- what callbacks read -------------------------------------------------------------------
     def train_batch_logs(self) -> Logs:
@@ -178,8 +209,13 @@ class KerasLogBook(Hook):
         return self._batch_logs
 
     def test_batch_logs(self) -> Logs:
+        """The running means of this validation / test pass: the step's scalar outputs and
+        the loop's metrics (when a callback reads them), as Keras's ``evaluate`` gives them."""
         if self._test_batch_logs is None:
-            self._test_batch_logs = _sorted(self._test.means())
+            values: dict[str, Any] = dict(self._test.means())
+            if self._test_metrics is not None:
+                values.update(self._test_metrics.running())
+            self._test_batch_logs = _sorted(values)
         return self._test_batch_logs
 
     # -- training --------------------------------------------------------------------------------
@@ -189,8 +225,9 @@ class KerasLogBook(Hook):
         self._resumed = False
         self.epoch_logs, self.last_logs, self.pending_val = None, None, False
         self.train_end_logs = Logs()
+        self._start_iter = runner.iter  # a resumed run that trains nothing validates nothing
         if self.train_metrics and self._metrics is None:
-            self._metrics = _TrainMetrics(runner)
+            self._metrics = _BatchMetrics(getattr(runner, "metrics", None) or {}, runner.model)
             if not self._metrics.metrics:
                 self._metrics = None
 
@@ -203,20 +240,14 @@ class KerasLogBook(Hook):
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: Any = None) -> None:
-        weight = batch_size(data_batch, outputs)
-        self._train.add(outputs, weight)
-        if self._metrics is not None:
-            self._metrics.capturing = False
-            values = self._metrics.values(data_batch, outputs)
-            if values:
-                count = self._train.count
-                self._train.add(values, weight)
-                self._train.count = count  # one count per sample, shared by all keys
+        _add_batch(self._train, self._metrics, data_batch, outputs)
         self._batch_logs = None
 
     def after_train_epoch(self, runner: Runner) -> None:
         self._finish_train_epoch(runner)
         if not runner.by_epoch:  # the run is one epoch; its validation came before
+            if self._validate_cut_epoch(runner):
+                return  # reported with that validation
             val_loop = runner.val_loop
             self._add_val(val_loop.last_metrics if val_loop is not None else {})
             self._publish()
@@ -236,6 +267,33 @@ class KerasLogBook(Hook):
         self._train = _Means()
         self._batch_logs = None
 
+    def _validate_cut_epoch(self, runner: Runner) -> bool:
+        """``stop_training`` cut the epoch short (in an iteration-based run: the run, its one
+        epoch): validate it, as ``keras.Model.fit`` validates the epoch it stops in, when a
+        validation was due after it; the epoch is reported with that validation, once for all
+        the run's Keras callbacks. True when it ran."""
+        loop, val_loop = runner.train_loop, runner.val_loop
+        if loop is None or val_loop is None or not runner.stop_training \
+                or runner.iter == self._start_iter:
+            return False
+        if runner.by_epoch:
+            if not loop.val_due_after_epoch(runner.epoch + 1):
+                return False
+        else:  # the run's end: not reached, not validated just now, and a validation due there
+            last = loop.max_iters
+            if last is None or runner.iter >= last or loop.val_due_after_iter(runner.iter) \
+                    or not loop.val_due_after_iter(last):
+                return False
+        self.pending_val = True
+        if runner.by_epoch:  # logged and saved as the validation of that epoch
+            with runner.state.counting_current("epoch"):
+                val_loop.run()
+        else:
+            val_loop.run()
+        if self.pending_val:  # a validation without after_val_epoch: report what there is
+            self._publish()
+        return True
+
     def _add_val(self, metrics: Mapping[str, Any] | None) -> None:
         for key, value in (metrics or {}).items():
             self._epoch_values[f"val_{key}"] = value
@@ -250,9 +308,10 @@ class KerasLogBook(Hook):
     def after_train(self, runner: Runner) -> None:
         if self.pending_val:  # stopped before the epoch's validation
             self._publish()
-        elif self._train.count:  # stopped inside an epoch: Keras still reports it
+        elif self._train.count:  # stopped inside an epoch: Keras validates and reports it
             self._finish_train_epoch(runner)
-            self._publish()
+            if not self._validate_cut_epoch(runner):
+                self._publish()
         if self._metrics is not None:
             self._metrics.remove()
             self._metrics = None
@@ -263,18 +322,27 @@ class KerasLogBook(Hook):
             self._metrics = None
 
     # -- validation and test ---------------------------------------------------------------------
-    def _begin_pass(self) -> None:
+    def _begin_pass(self, runner: Runner, mode: str) -> None:
         self._test = _Means()
         self._test_batch_logs = None
+        self._test_metrics = None
+        if self.test_batch_metrics:
+            if mode not in self._pass_metrics:
+                loop = runner.val_loop if mode == "val" else runner.test_loop
+                metrics = _BatchMetrics(getattr(loop, "metrics", None) or {})
+                self._pass_metrics[mode] = metrics if metrics.metrics else None
+            self._test_metrics = self._pass_metrics[mode]
+            if self._test_metrics is not None:
+                self._test_metrics.reset()
 
     def before_val(self, runner: Runner) -> None:
-        self._begin_pass()
+        self._begin_pass(runner, "val")
 
     def before_test(self, runner: Runner) -> None:
-        self._begin_pass()
+        self._begin_pass(runner, "test")
 
     def _after_pass_iter(self, data_batch: Any, outputs: Any) -> None:
-        self._test.add(outputs, batch_size(data_batch, outputs))
+        _add_batch(self._test, self._test_metrics, data_batch, outputs)
         self._test_batch_logs = None
 
     def after_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,

@@ -5,7 +5,8 @@ What Keras's own callbacks read and write works on it:
 - ``stop_training`` (read/write): ``runner.stop_training``;
 - ``optimizer.learning_rate`` (read/write): the learning rate of the torch
   optimizer's first param group; assigning it scales every group (their
-  ratios stay), so ``ReduceLROnPlateau`` and ``LearningRateScheduler`` work.
+  ratios stay, through a rate of 0 too: :func:`lr_ratios`), so
+  ``ReduceLROnPlateau`` and ``LearningRateScheduler`` work.
   Several optimizers (``OptimWrapperDict``) are ``optimizer.optimizers``;
   ``optimizer.iterations`` counts training steps as Keras does (``runner.iter``);
 - ``get_weights()`` / ``set_weights(weights)``: numpy arrays of
@@ -42,7 +43,7 @@ import torch
 
 from hookline.core import ConfigError
 
-__all__ = ["KerasModel", "KerasOptimizer"]
+__all__ = ["RATIO_KEY", "KerasModel", "KerasOptimizer", "lr_ratios"]
 
 #: Keras model methods with no meaning on the facade, and what to use in hookline instead
 _NOT_HERE = {
@@ -74,10 +75,8 @@ class KerasOptimizer:
     def learning_rate(self, value: Any) -> None:
         new = float(np.asarray(value))
         groups = self.optimizer.param_groups
-        first = float(groups[0]["lr"])
-        for group in groups:
-            old = float(group["lr"])
-            group["lr"] = new if old == first else old * new / first  # other groups keep ratios
+        for group, ratio in zip(groups, lr_ratios(self.optimizer)):
+            group["lr"] = new * ratio
 
     # Keras 2 spelling, still read by some callbacks
     lr = learning_rate
@@ -98,6 +97,47 @@ class KerasOptimizer:
 
     def __repr__(self) -> str:
         return f"<KerasOptimizer {type(self.optimizer).__name__} learning_rate={self.learning_rate:g}>"
+
+
+#: the key under which a param group keeps its learning rate's ratio to the first group's
+RATIO_KEY = "hookline_lr_ratio"
+
+
+def lr_ratios(optimizer: torch.optim.Optimizer) -> list[float]:
+    """Each param group's learning rate over the first group's, for setting them all from one
+    rate: read from the current rates when the first is not 0 (and kept on the groups under
+    :data:`RATIO_KEY`, saved with the optimizer's state), else the kept ratios, else the
+    groups' ``initial_lr`` (set by torch schedulers). A warmup through 0 keeps them.
+
+    Example::
+
+        >>> net = torch.nn.Linear(2, 1)
+        >>> sgd = torch.optim.SGD([{"params": [net.weight], "lr": 0.01},
+        ...                        {"params": [net.bias], "lr": 0.1}])
+        >>> KerasOptimizer(sgd).learning_rate = 0.0
+        >>> KerasOptimizer(sgd).learning_rate = 0.02
+        >>> [round(group["lr"], 6) for group in sgd.param_groups]
+        [0.02, 0.2]
+    """
+    groups = optimizer.param_groups
+    first = float(groups[0]["lr"])
+    if first != 0:
+        for group in groups:
+            group[RATIO_KEY] = 1.0 if group is groups[0] else float(group["lr"]) / first
+        return [float(group[RATIO_KEY]) for group in groups]
+    if all(RATIO_KEY in group for group in groups):
+        return [float(group[RATIO_KEY]) for group in groups]
+    initial = [group.get("initial_lr") for group in groups]
+    if all(isinstance(lr, (int, float)) for lr in initial) and initial[0]:
+        return [float(lr) / float(initial[0]) for lr in initial]  # type: ignore[arg-type]
+    if all(float(group["lr"]) == 0 for group in groups):
+        return [1.0] * len(groups)
+    rates = [float(group["lr"]) for group in groups]
+    raise ConfigError(
+        f"a Keras callback set the learning rate of {type(optimizer).__name__}, whose first "
+        f"param group has lr 0 and the others {rates[1:]}: the rate set is the first group's "
+        "and the others follow at their ratio to it, which a rate of 0 does not give; start "
+        "the first group at a rate above 0, or give every group an 'initial_lr'")
 
 
 class _MultiOptimizer:

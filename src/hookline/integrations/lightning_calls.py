@@ -13,8 +13,9 @@ method by method. The backward and optimizer methods (``on_before_backward``
 ``after_backward``, ``before_step``: gradients unscaled under AMP,
 ``before_zero_grad``), registered while training runs.
 
-Participants: the :class:`~.lightning_runner.LightningCallbackHook` of each callback (in
-registration order) and the run's
+Participants: the :class:`~.lightning_runner.LightningCallbackHook` of each callback (in the
+order of the priority it was registered with, then of registration, as the Runner's hook table
+holds them) and the run's
 :class:`~.lightning_module.LightningModuleHook` (its ``calls``). The hook is
 re-registered when one joins, so that it has only the stages their methods
 need (priority ``NORMAL``: after the trainer facade and the module's
@@ -83,9 +84,11 @@ class LightningCalls(Hook):
 
     priority = "NORMAL"
 
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, runner: Runner, trainer: Any = None) -> None:
         self.runner = runner
-        self.callbacks: list[Any] = []  # LightningCallbackHook, in registration order
+        self.trainer = trainer  # the run's LightningTrainer
+        self.callbacks: list[Any] = []  # LightningCallbackHook, in the hook table's order
+        self._ordered = True  # whether callbacks follows the table's (priority) order
         self.module: Any = None  # the LightningModuleHook of a LightningModule model
         self._handle: HookHandle | None = None
         self._listening: list[HookHandle] = []  # on the optimizer wrapper's events
@@ -104,6 +107,7 @@ class LightningCalls(Hook):
             self.module = participant
         else:
             self.callbacks.append(participant)
+            self._ordered = False  # its place by priority is known once the Runner adds it
         if self._handle is not None:
             self._handle.remove()
         self._handle = self.runner.register_hook(self)
@@ -119,7 +123,16 @@ class LightningCalls(Hook):
         return [stage for stage in STAGES if stage in needed]
 
     # -- calling -----------------------------------------------------------------------------------
+    def _order(self) -> None:
+        """Sort the callbacks as the Runner's hook table holds their hooks: by the priority
+        they were registered with, then in registration order (Lightning's list order)."""
+        position = {id(hook): index for index, hook in enumerate(self.runner.hooks.hooks)}
+        self.callbacks.sort(key=lambda adapter: position.get(id(adapter), len(position)))
+        self._ordered = True
+
     def _callbacks(self, name: str, *args: Any, monitoring: bool | None = None) -> None:
+        if not self._ordered:
+            self._order()
         for adapter in self.callbacks:
             if name in adapter.methods and (monitoring is None or adapter.monitoring == monitoring):
                 try:
@@ -184,7 +197,10 @@ class LightningCalls(Hook):
             self._callbacks("on_train_epoch_end", monitoring=True)
 
     def after_train(self, runner: Runner) -> None:
+        cut = self._epoch_open and runner.by_epoch
         self._end_epoch()  # an epoch cut by should_stop still ends, as in Lightning
+        if cut and self.trainer is not None:
+            self.trainer.count_cut_epoch()  # on_train_end sees it counted, as in Lightning
         self._all("on_train_end")
         self._all("on_fit_end")
         self._unlisten()
@@ -204,7 +220,14 @@ class LightningCalls(Hook):
 
     def after_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                        outputs: Any = None) -> None:
-        self._all("on_validation_batch_end", outputs, data_batch, batch_idx)
+        self._all("on_validation_batch_end", self._step_outputs(outputs), data_batch, batch_idx)
+
+    def _step_outputs(self, outputs: Any) -> Any:
+        """A ``LightningModule``'s validation / test step that returned None gave the Runner
+        ``{}``: Lightning passes the callbacks None."""
+        if self.module is not None and isinstance(outputs, dict) and not outputs:
+            return None
+        return outputs
 
     def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._all("on_validation_epoch_end")  # what the module logs is reported with the epoch
@@ -226,7 +249,7 @@ class LightningCalls(Hook):
 
     def after_test_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                         outputs: Any = None) -> None:
-        self._all("on_test_batch_end", outputs, data_batch, batch_idx)
+        self._all("on_test_batch_end", self._step_outputs(outputs), data_batch, batch_idx)
 
     def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._all("on_test_epoch_end")

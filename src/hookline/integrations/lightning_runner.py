@@ -32,8 +32,9 @@ on_before_backward ... on_before_zero_grad  the optimizer wrapper's ``before_bac
 state_dict / load_state_dict                the hook's state in hookline checkpoints
 ==========================================  ==========================================
 
-Each method is called on every callback (in registration order), then on the
-``LightningModule``, as in Lightning (:mod:`.lightning_calls`):
+Each method is called on every callback (in registration order; a ``priority``
+given to ``register_hook`` orders the Lightning callbacks among themselves),
+then on the ``LightningModule``, as in Lightning (:mod:`.lightning_calls`):
 ``on_train_epoch_end`` reaches ``EarlyStopping`` and ``Checkpoint`` subclasses
 (Lightning's "monitoring" callbacks) after the module, ``on_load_checkpoint``
 the module first.

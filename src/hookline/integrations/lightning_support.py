@@ -1,5 +1,6 @@
 """What the Lightning ``trainer`` facade of a hookline run is made of: its ``state``,
-``strategy``, logger and loop counters, and the ``pl_module`` around the model.
+``strategy`` and logger, and the ``pl_module`` around the model (the loop counters and
+data attributes: :mod:`.lightning_trainer_attrs`).
 
 Example::
 
@@ -19,7 +20,7 @@ import torch
 if TYPE_CHECKING:
     from .lightning_trainer import LightningTrainer
 
-__all__ = ["Progress", "RunLogger", "State", "Strategy", "make_module"]
+__all__ = ["RunLogger", "State", "Strategy", "make_module"]
 
 
 class State:
@@ -90,26 +91,6 @@ class RunLogger:
 
     def finalize(self, status: str) -> None:
         return None
-
-
-class Progress:
-    """The few loop counters Lightning's callbacks read (``fit_loop.epoch_loop``)."""
-
-    def __init__(self, trainer: LightningTrainer) -> None:
-        self.trainer = trainer
-
-    @property
-    def epoch_loop(self) -> Progress:
-        return self
-
-    @property
-    def _batches_that_stepped(self) -> int:
-        return self.trainer.global_step
-
-    @property
-    def should_update_logs(self) -> bool:
-        every = self.trainer.log_every_n_steps
-        return every > 0 and (self.trainer.global_step + 1) % every == 0
 
 
 def make_module(runner: Any, trainer: LightningTrainer) -> Any:

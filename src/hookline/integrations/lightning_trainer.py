@@ -21,7 +21,15 @@ read up to date:
   ``default_root_dir`` (``work_dir``), ``strategy`` (``root_device``,
   ``broadcast``, ``reduce_boolean_decision``), ``loggers`` (one logger
   writing to ``runner.visualizer``), ``state.fn`` / ``state.stage``,
-  ``training`` / ``validating`` / ``testing``, ``sanity_checking`` (False).
+  ``training`` / ``validating`` / ``testing``, ``sanity_checking`` (False);
+- ``train_dataloader``, ``val_dataloaders``, ``precision``,
+  ``checkpoint_callback``, ``early_stopping_callback``, ``ckpt_path``,
+  ``fit_loop.epoch_progress`` ... (:mod:`.lightning_trainer_attrs`); any other
+  attribute is an ``AttributeError`` listing what the facade has.
+
+``callback_metrics``, ``logged_metrics`` and ``progress_bar_metrics`` start
+empty at every ``train()``, ``val()`` and ``test()``, as Lightning resets
+them at every ``fit`` / ``validate`` / ``test``.
 
 ``pl_module`` is a ``LightningModule`` around ``runner.model`` (its
 parameters, and its attributes by name); ``pl_module.log`` and
@@ -49,7 +57,8 @@ from hookline.engine.data import loader_length
 from hookline.engine.hook import Hook
 
 from .lightning_calls import OPTIMIZER_METHODS, LightningCalls
-from .lightning_support import Progress, RunLogger, State, Strategy, make_module
+from .lightning_support import RunLogger, State, Strategy, make_module
+from .lightning_trainer_attrs import FitLoop, TrainerAttributes
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -65,7 +74,7 @@ def _batches(loader: Any, none: int | float = math.inf) -> int | float:
     return math.inf if length is None else length
 
 
-class LightningTrainer(Hook):
+class LightningTrainer(TrainerAttributes, Hook):
     """The ``trainer`` of the Lightning callbacks of one Runner (see the module docstring)."""
 
     priority = "HIGHEST"
@@ -89,7 +98,7 @@ class LightningTrainer(Hook):
         self.lightning_module: Any = None
         self.callbacks: list[Any] = []
         self.loggers: list[RunLogger] = [RunLogger(self)]
-        self.fit_loop = self._logger_connector = Progress(self)
+        self.fit_loop = self._logger_connector = FitLoop(self)
         self._finishing: int | None = None  # the epoch whose end (validation ...) is under way
         #: the validation / test metrics a LightningModule logged itself (``self.log``): in
         #: ``callback_metrics`` under their own names, not again as ``val_<name>``
@@ -109,7 +118,7 @@ class LightningTrainer(Hook):
         runner.register_hook(trainer)
         #: calls the Lightning methods of the run's callbacks and module (registered when the
         #: first of them joins)
-        trainer.calls = LightningCalls(runner)
+        trainer.calls = LightningCalls(runner, trainer)
         return trainer
 
     strategy: Any = None
@@ -260,6 +269,16 @@ class LightningTrainer(Hook):
         self.training, self.validating, self.testing = (stage == "train", stage == "validate",
                                                         stage == "test")
 
+    def before_run(self, runner: Runner) -> None:
+        """A new ``train()`` / ``val()`` / ``test()``: the metrics start empty, as Lightning
+        resets them at every ``fit`` / ``validate`` / ``test``."""
+        self.callback_metrics.clear()
+        self.logged_metrics.clear()
+        self.progress_bar_metrics.clear()
+
+    def after_load_checkpoint(self, runner: Runner, checkpoint: dict[str, Any]) -> None:
+        self.resumed = getattr(runner, "_resume", None) is not None  # not for load_from=
+
     def before_train(self, runner: Runner) -> None:
         self._mode("fit", "train")
         self._finishing = None
@@ -296,6 +315,11 @@ class LightningTrainer(Hook):
     def after_train(self, runner: Runner) -> None:
         self._finishing = None
         self.training = False
+
+    def count_cut_epoch(self) -> None:
+        """The epoch ``should_stop`` cut short has had its ``on_train_epoch_end``: from here on
+        ``current_epoch`` counts it, as Lightning's does (``on_train_end`` sees it counted)."""
+        self._finishing = int(self.runner.epoch) + 1
 
     def _metrics(self, prefix: str, metrics: Mapping[str, Any] | None) -> None:
         for key, value in (metrics or {}).items():
