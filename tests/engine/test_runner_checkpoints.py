@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hookline import ConfigError, Hook
+from hookline import CheckpointError, ConfigError, Hook
 from hookline.engine.checkpoint import load_checkpoint_file
 
 from .toy import make_runner
@@ -108,3 +108,21 @@ def test_numpy_values_hooks_store_are_saved_as_numbers_and_tensors(tmp_path):
     assert saved["meta"]["best"] == 0.75 and type(saved["meta"]["best"]) is float
     assert torch.equal(saved["extra"]["history"], torch.tensor([0.5, 0.75], dtype=torch.float64))
     assert saved["extra"]["step"] == 3 and type(saved["extra"]["step"]) is int
+
+
+def test_resuming_with_another_optimizer_type_is_one_clear_error_before_anything_changes(tmp_path):
+    """An Adam checkpoint resumed by an SGD run used to load, then fail at the first step
+    (SGD's ``momentum`` missing from the loaded groups)."""
+    make_runner(tmp_path / "adam", max_epochs=1,
+                default_hooks={"checkpoint": {"type": "CheckpointHook", "interval": 1}}).train()
+    path = tmp_path / "adam" / "epoch_1.pth"
+    runner = make_runner(tmp_path / "sgd", max_epochs=2,
+                         optimizer={"type": "SGD", "lr": 0.1, "momentum": 0.9})
+    before = {k: v.clone() for k, v in runner.model.state_dict().items()}
+    with pytest.raises(CheckpointError, match=r"another optimizer: the checkpoint's holds amsgrad, "
+                       r"betas, eps settings, this run's optimizer takes dampening, momentum"):
+        runner.resume(path)
+    assert all(torch.equal(v, before[k]) for k, v in runner.model.state_dict().items())
+    adamw = make_runner(tmp_path / "adamw", max_epochs=2, optimizer={"type": "AdamW", "lr": 0.01})
+    adamw.resume(path)  # Adam's and AdamW's states are the same kind: this resumes
+    assert adamw.iter == 8

@@ -123,6 +123,43 @@ def optimizer_layout(state: Any) -> Any:
     return None if any(v is None for v in layout.values()) or not layout else layout
 
 
+#: param-group keys torch adds or fills in itself across versions and optimizers (flags), and
+#: those schedulers and hookline add: they say nothing about which optimizer wrote a state
+_GROUP_FLAGS = frozenset({"params", "lr", "weight_decay", "foreach", "maximize", "capturable",
+                          "differentiable", "fused", "decoupled_weight_decay", "nesterov",
+                          "initial_lr", "hookline_lr_ratio"})
+
+
+def _settings(state: Any) -> Any:
+    """The hyperparameter names of an optimizer state dict's groups, flags left out (a dict of
+    them for several optimizers): SGD's ``momentum``, ``dampening``; Adam's ``betas``, ``eps`` ...
+
+    Example::
+
+        >>> params = [torch.zeros(1)]
+        >>> sorted(_settings(torch.optim.SGD(params, lr=0.1).state_dict()))
+        ['dampening', 'momentum']
+    """
+    if "param_groups" in state:
+        return frozenset(key for group in state["param_groups"] for key in group) - _GROUP_FLAGS
+    return {name: _settings(inner) for name, inner in state.items()}
+
+
+def _settings_problem(theirs: Any, ours: Any, name: str = "") -> str | None:
+    if isinstance(theirs, dict) and isinstance(ours, dict):
+        for key in ours:
+            found = _settings_problem(theirs.get(key, frozenset()), ours[key], f"{key!r}: ")
+            if found:
+                return found
+        return None
+    if theirs == ours:
+        return None
+    return (f"{name}another optimizer: the checkpoint's holds {', '.join(sorted(theirs)) or 'no'} "
+            f"settings, this run's optimizer takes {', '.join(sorted(ours)) or 'none of them'} "
+            "(resume with the optimizer the run was saved with, or load the weights only: "
+            "load_from=)")
+
+
 def _describe_layout(layout: Any) -> str:
     if isinstance(layout, tuple):
         groups = "group" if len(layout) == 1 else "groups"
@@ -143,6 +180,9 @@ def optimization_problem(runner: Runner, checkpoint: Mapping[str, Any]) -> str |
     if theirs != ours:
         return (f"another optimizer layout: the checkpoint's has {_describe_layout(theirs)}, "
                 f"this run's {_describe_layout(ours)}")
+    settings = _settings_problem(_settings(checkpoint["optimizer"]), _settings(wrapper.state_dict()))
+    if settings:
+        return settings
     schedulers = checkpoint.get("param_schedulers", [])
     if not isinstance(schedulers, (list, tuple)) or not all(isinstance(s, Mapping)
                                                             for s in schedulers):
