@@ -221,3 +221,26 @@ def test_a_run_whose_runner_cannot_be_built_leaves_no_folder_behind(tmp_path, ca
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and "configure_optimizers" in err
     assert run_dirs(work) == [good] and read_last_run(work) == good
+
+
+def test_a_resume_that_fails_changes_no_file_of_the_run_and_leaves_no_new_folder(tmp_path, capsys):
+    """A resume refused by the checkpoints (another optimizer, another model) is one error
+    line; the run's config.yaml stays as it was. A --resume file that is no checkpoint leaves
+    no new run folder behind and last_run where it was."""
+    work_dir = tmp_path / "out"
+    train(capsys, "--work-dir", str(work_dir), "--set", "max_epochs=1")
+    [run] = run_dirs(work_dir)
+    config = (run / "config.yaml").read_bytes()
+    for change in (["--set", "optimizer.type=SGD", "--set", "optimizer.momentum=0.9"],
+                   ["--set", "model.num_classes=12"]):
+        code = main(["train", "--work-dir", str(work_dir), "--resume", "auto",
+                     "--set", "max_epochs=2", *change, *QUIET])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and err.startswith("error: cannot resume"), err
+        assert (run / "config.yaml").read_bytes() == config
+    not_a_checkpoint = tmp_path / "notes.pth"
+    not_a_checkpoint.write_text("not a checkpoint")
+    code = main(["train", "--work-dir", str(work_dir), "--resume", str(not_a_checkpoint), *QUIET])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: cannot load checkpoint"), err
+    assert run_dirs(work_dir) == [run] and read_last_run(work_dir) == run

@@ -96,15 +96,24 @@ def run_train(args: argparse.Namespace) -> int:
     run_dir, earlier = choose_run_dir(work_dir, resume)
     fresh = run_dir.is_dir() and not any(run_dir.iterdir())
     try:
-        runner = build_runner(cfg, work_dir=run_dir, resume=resume, for_training=True)
+        runner = build_runner(cfg, work_dir=run_dir, resume=resume, for_training=True,
+                              save=False)  # saved when training starts (see begin below)
     except BaseException:
         if fresh:  # e.g. a configure_optimizers() result the Runner refuses: leave no empty run
             discard_run_dir(work_dir, run_dir, previous)
         raise
-    if runner.config is not None:  # the saved config trains a new run beside this one
-        runner.config["work_dir"] = str(work_dir)
-        if runner.is_main_process:
-            save_config(runner.config, runner.work_dir / SAVED_NAME)
+    started: list[bool] = []
+
+    def begin(runner: Any) -> None:
+        """Training starts: the resume (or ``load_from``) went in, so the run's config may be
+        written now; a failed resume changes no file of the run it tried to continue."""
+        started.append(True)
+        if runner.config is not None:  # the saved config trains a new run beside this one
+            runner.config["work_dir"] = str(work_dir)
+            if runner.is_main_process:
+                save_config(runner.config, runner.work_dir / SAVED_NAME)
+
+    runner.on("before_train", begin, once=True, priority="HIGHEST")
     if earlier is not None:
         runner.logger.info("a new run in %s; the last run is in %s (--resume auto continues it)",
                            run_dir, earlier)
@@ -117,7 +126,10 @@ def run_train(args: argparse.Namespace) -> int:
     try:
         runner.train()
     except BaseException:
-        if runner.is_main_process and not args.no_curves:
+        if not started:  # the checkpoint to resume or load did not go in: nothing trained
+            if fresh:
+                discard_run_dir(work_dir, run_dir, previous)
+        elif runner.is_main_process and not args.no_curves:
             with contextlib.suppress(Exception):  # the error that stopped training comes first
                 _print_note(write_training_curves(runner.work_dir))
         raise

@@ -323,8 +323,10 @@ def save_config(cfg: Mapping, path: str | Path) -> Path:
 
 def build_runner(cfg: Mapping | str | Path, *, work_dir: str | Path | None = None,
                  resume: str | Path | None = None, overrides: Sequence[str] = (),
-                 runner_cls: type[Runner] | None = None, for_training: bool = False) -> Runner:
-    """Validate a config (dict or YAML/JSON path), build the Runner, save ``work_dir/config.yaml``.
+                 runner_cls: type[Runner] | None = None, for_training: bool = False,
+                 save: bool = True) -> Runner:
+    """Validate a config (dict or YAML/JSON path), build the Runner, save ``work_dir/config.yaml``
+    (unless ``save`` is False: ``hookline train`` saves it once a resume went in).
 
     The whole config is checked (``for_training``: also what training needs,
     as ``hookline train`` asks) before the model or any data is built and
@@ -343,6 +345,6 @@ def build_runner(cfg: Mapping | str | Path, *, work_dir: str | Path | None = Non
     config = runner.config  # the Runner's copy of ``plain``
     if config is not None and "work_dir" not in config:
         config["work_dir"] = str(runner.work_dir)
-    if runner.is_main_process and config is not None:
+    if save and runner.is_main_process and config is not None:
         save_config(config, runner.work_dir / SAVED_NAME)
     return runner
