@@ -83,6 +83,13 @@ def test_yaml_reading_rules(tmp_path):
     path.write_text("model: [unclosed\n")
     with pytest.raises(ConfigError, match="cannot parse"):
         load_config(path)
+    path.write_text("model: {type: DigitsCNN}\n? [a, b]\n: 1\n")
+    with pytest.raises(ConfigError, match=r"line 2: a key must be a name or a number, got the list"):
+        load_config(path)
+    as_json = tmp_path / "c.json"
+    as_json.write_text('{"seed": 0, "max_epochs": 2, "seed": 1}')
+    with pytest.raises(ConfigError, match=r"cannot parse .*key 'seed' appears twice"):
+        load_config(as_json)
     path.write_text("- a list\n")
     with pytest.raises(ConfigError, match="must hold a mapping"):
         load_config(path)

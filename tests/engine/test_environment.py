@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hookline import ConfigError
+from hookline import HOOKS, ConfigError
 from hookline.engine.environment import resolve_device, seed_everything
 
 
@@ -68,3 +68,19 @@ def test_seed_everything_takes_seeds_beyond_numpys_range():
     a = np.random.rand(2)
     seed_everything(2**40 + 3)
     assert np.array_equal(a, np.random.rand(2))
+
+
+@pytest.mark.parametrize("hook, argument", [("CheckpointHook", "out_dir"),
+                                             ("TensorboardLoggerHook", "log_dir")])
+def test_hook_output_folders_that_cannot_be_written_are_refused_when_the_hook_is_made(
+        tmp_path, hook, argument):
+    """Before: a checkpoint out_dir under /proc failed after a whole epoch of training, a
+    TensorBoard log_dir there with a traceback from inside the writer."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("")
+    for folder, message in ((a_file / "logs", "lies under the file"),
+                            ("/proc/hookline-test", "cannot be written")):
+        with pytest.raises(ConfigError, match=rf"{hook} {argument} '{folder}' {message}"):
+            HOOKS.build({"type": hook, argument: str(folder)})
+    assert HOOKS.build({"type": hook, argument: str(tmp_path / "new" / "folder")})
+    assert not (tmp_path / "new").exists()  # checked, not made

@@ -73,6 +73,9 @@ def _mapping_without_duplicates(loader: _Loader, node: yaml.MappingNode) -> dict
     seen: set = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, (str, int, float, bool)) and key is not None:
+            raise ConfigError(f"line {key_node.start_mark.line + 1}: a key must be a name or a "
+                              f"number, got the {type(key).__name__} {key!r}")
         if key in seen:
             raise ConfigError(f"line {key_node.start_mark.line + 1}: key {key!r} appears twice")
         seen.add(key)
@@ -119,13 +122,24 @@ def load_config(path: str | Path) -> dict:
     except OSError as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from None
     try:
-        cfg = json.loads(text) if path.suffix.lower() == ".json" else yaml.load(text, Loader=_Loader)
+        cfg = json.loads(text, object_pairs_hook=_json_object) if path.suffix.lower() == ".json" \
+            else yaml.load(text, Loader=_Loader)
     except (json.JSONDecodeError, yaml.YAMLError, ConfigError) as exc:
         raise ConfigError(f"cannot parse {str(path)!r}: {_one_line(exc)}") from None
     if not isinstance(cfg, dict):
         raise ConfigError(f"{str(path)!r} must hold a mapping of Runner arguments, "
                           f"got {type(cfg).__name__}")
     return cfg
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object; a key given twice is a ConfigError, as in YAML (``json`` keeps the last)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ConfigError(f"key {key!r} appears twice")
+        seen[key] = value
+    return seen
 
 
 def _one_line(exc: BaseException) -> str:

@@ -122,7 +122,25 @@ def resolve_device(device: str | torch.device) -> torch.device:
     return torch.device(device)
 
 
-def check_work_dir(work_dir: Any) -> Path:
+def check_writable_folder(folder: Any, what: str) -> Path:
+    """``folder`` as a Path, once it is known that this process can create and write it (the
+    check of :func:`check_work_dir`, for other output folders: ``what`` names the argument,
+    e.g. ``"CheckpointHook out_dir"``). Only the main process (``RANK`` 0) checks: it is the
+    one that writes.
+
+    Example::
+
+        >>> check_writable_folder("/proc/logs", "log_dir")
+        Traceback (most recent call last):
+        ...
+        hookline.core.errors.ConfigError: log_dir '/proc/logs' cannot be written: ...
+    """
+    if os.environ.get("RANK", "0") != "0":
+        return Path(folder)
+    return check_work_dir(folder, what)
+
+
+def check_work_dir(work_dir: Any, what: str = "work_dir") -> Path:
     """``work_dir`` as a Path, once it is known that the run can create and write it.
 
     A work dir that is a file, lies under a file, or whose nearest existing
@@ -141,18 +159,18 @@ def check_work_dir(work_dir: Any) -> Path:
         hookline.core.errors.ConfigError: work_dir must be a folder path (a str or a Path), got 123
     """
     if not isinstance(work_dir, (str, os.PathLike)) or not str(work_dir):
-        raise ConfigError(f"work_dir must be a folder path (a str or a Path), got {work_dir!r}")
+        raise ConfigError(f"{what} must be a folder path (a str or a Path), got {work_dir!r}")
     path = Path(work_dir)
     existing = path
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        what = "is a file" if existing == path else f"lies under the file {str(existing)!r}"
-        raise ConfigError(f"work_dir {str(path)!r} {what}, not a folder; choose another work_dir")
+        where = "is a file" if existing == path else f"lies under the file {str(existing)!r}"
+        raise ConfigError(f"{what} {str(path)!r} {where}, not a folder; choose another {what}")
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".hookline-check-", dir=existing))
     except OSError as exc:
-        raise ConfigError(f"work_dir {str(path)!r} cannot be written: creating a folder in "
+        raise ConfigError(f"{what} {str(path)!r} cannot be written: creating a folder in "
                           f"{str(existing)!r} fails ({exc.strerror or exc})") from None
     return path
 

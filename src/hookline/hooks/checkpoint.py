@@ -32,6 +32,7 @@ from hookline.engine.checkpoint.names import (
 )
 from hookline.engine.checks import boolean, positive_int
 from hookline.engine.data import loader_length
+from hookline.engine.environment import check_writable_folder
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -105,7 +106,8 @@ class CheckpointHook(Hook):
         self.interval = interval
         self.by_epoch = by_epoch
         self.save_optimizer = save_optimizer
-        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.out_dir = check_writable_folder(out_dir, "CheckpointHook out_dir") \
+            if out_dir is not None else None
         self.max_keep_ckpts = max_keep_ckpts
         self.save_last = save_last
         self.save_best = save_best

@@ -24,6 +24,7 @@ import torch
 
 from hookline.core import ConfigError
 from hookline.engine.checks import boolean, positive_int
+from hookline.engine.environment import check_writable_folder
 from hookline.engine.history_buffer import ScalarWindow
 from hookline.engine.hook import Hook
 from hookline.engine.logs import flush_logger, run_with_lines
@@ -82,7 +83,8 @@ class TensorboardLoggerHook(Hook):
                      allow_none=True)
         if log_dir is not None and not isinstance(log_dir, (str, Path)):
             raise ConfigError(f"TensorboardLoggerHook log_dir must be a path or None, got {log_dir!r}")
-        self.log_dir = Path(log_dir) if log_dir is not None else None
+        self.log_dir = check_writable_folder(log_dir, "TensorboardLoggerHook log_dir") \
+            if log_dir is not None else None
         self.by_epoch = boolean(by_epoch, "by_epoch", owner="TensorboardLoggerHook")
         self.histograms = boolean(histograms, "histograms", owner="TensorboardLoggerHook")
         self.histogram_interval = histogram_interval
