@@ -73,13 +73,24 @@ def test_bad_model_strings_are_config_errors(spec, message, capsys):
 
 
 def test_bad_input_size_and_option_combinations(capsys):
-    for size in ("1,a", "", "0,3", "2;"):
+    for size in ("1,a", "", "0,3", "2;", "1,1,8,8x", "1,,8,8"):
         with pytest.raises(ConfigError, match="--input-size"):
             _run(["--input-size", size], capsys)
     with pytest.raises(ConfigError, match="--metrics needs --plot-dir"):
         _run(["--metrics", "m.jsonl"], capsys)
     with pytest.raises(ConfigError, match="--depth"):
         _run(["--depth", "-1"], capsys)
+
+
+def test_what_fails_only_later_is_one_error_before_the_summary_prints(tmp_path, capsys):
+    with pytest.raises(ConfigError, match=r"--metrics '.*nope.jsonl' is not a file"):
+        _run(["--metrics", str(tmp_path / "nope.jsonl"), "--plot-dir", str(tmp_path)], capsys)
+    with pytest.raises(ConfigError, match=r"--plot-dir '/proc/hookline' cannot be written"):
+        _run(["--grad", "--plot-dir", "/proc/hookline"], capsys)
+    assert capsys.readouterr().out == ""  # nothing ran
+    with pytest.raises(ConfigError, match=r"DigitsCNN cannot run on the input .*\[1, 3, 8, 8\].*"
+                                          r"expected input\[1, 3, 8, 8\] to have 1 channels"):
+        _run(["--input-size", "1,3,8,8"], capsys)
 
 
 def test_through_the_hookline_command(capsys):

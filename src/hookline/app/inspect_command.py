@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from hookline.core import ConfigError
+from hookline.engine.environment import check_writable_folder
 from hookline.inspect import (
     DTYPE_NAMES,
     ActivationStats,
@@ -179,10 +180,21 @@ def run(args: argparse.Namespace) -> int:
         parse_dtypes(args.dtypes, len(sizes))
     elif args.dtypes is not None:
         parse_dtypes(args.dtypes, 1)
+    if args.metrics is not None and not args.metrics.is_file():
+        raise ConfigError(f"--metrics {str(args.metrics)!r} is not a file (a run's metrics.jsonl)")
+    if args.plot_dir is not None:
+        check_writable_folder(args.plot_dir, "--plot-dir")
     model = load_model(args.model, model_args)
     inputs, labels, described = _inputs(model, args)
     print(described)
-    print(summary(model, input_data=inputs, depth=args.depth))
+    try:
+        table = summary(model, input_data=inputs, depth=args.depth)
+    except RuntimeError as exc:  # the model refused the input: say so in one line
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        raise ConfigError(f"{type(model).__name__} cannot run on the input {described!r}: "
+                          f"{type(cause).__name__}: {' '.join(str(cause).split())[:300]} "
+                          "(give --input-size, and --dtypes for integer inputs)") from exc
+    print(table)
     if args.grad or (args.plot_dir is not None and args.metrics is None):
         _grad_report(model, inputs, labels, args.plot_dir)
     if args.metrics is not None:

@@ -76,8 +76,9 @@ def parse_input_size(text: str) -> list[tuple[int, ...]]:
     """``"1,1,8,8"`` -> ``[(1, 1, 8, 8)]``; ``"2,5;2,3"`` -> two inputs."""
     sizes = []
     for part in str(text).split(";"):
-        try:
-            size = tuple(int(d) for d in part.replace("x", ",").split(",") if d.strip())
+        dims = [d.strip() for d in part.replace("x", ",").split(",")]
+        try:  # every part a number: "1,,8" or "8x" is a mistake, not a shorter shape
+            size = tuple(int(d) for d in dims)
         except ValueError:
             size = ()
         if not size or any(d <= 0 for d in size):
