@@ -111,9 +111,12 @@ def test_missing_test_data_or_checkpoints_are_one_line_errors(trained, tmp_path,
                    "hookline train --test needs a test_dataloader")
     (tmp_path / "broken.pth").write_bytes(b"not a checkpoint")
     one_line_error(*run(capsys, "test", "--checkpoint", "broken.pth")[::2], "broken.pth")
+    saved_eval_config = next(trained.glob("*/eval/config.yaml"))
+    before = saved_eval_config.read_bytes()
     one_line_error(*run(capsys, "test", "--checkpoint", str(next(trained.glob("*/epoch_2.pth"))),
                         "--set", "model.num_classes=5")[::2], "does not fit this run's model")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.pth"]  # nothing written
+    assert saved_eval_config.read_bytes() == before  # not even the eval folder's config
     # a checkpoint that does not fit leaves no eval folder beside it
     copy = tmp_path / "copied_run"
     copy.mkdir()

@@ -50,7 +50,7 @@ from .command_common import (
     load_command_config,
     work_dir_of,
 )
-from .config import build_runner, resolve_config
+from .config import SAVED_NAME, build_runner, resolve_config, save_config
 from .run_dirs import last_run_with_checkpoints, remove_unused_folder
 
 __all__ = ["EVAL_DIR", "add_test_arguments", "add_val_arguments", "checkpoint_weights",
@@ -186,7 +186,7 @@ def evaluate_checkpoint(cfg: Mapping[str, Any], checkpoint: str | Path, split: s
     state = load_checkpoint_file(checkpoint, map_location="cpu", for_weights=True)
     weights, kind = checkpoint_weights(state)
     fresh = not eval_dir.exists()
-    runner = build_runner(spec)
+    runner = build_runner(spec, save=False)  # eval/config.yaml: once the weights fit
     try:
         problem = weights_problem(runner.model, weights, strict=True)
         if problem is not None:
@@ -194,6 +194,8 @@ def evaluate_checkpoint(cfg: Mapping[str, Any], checkpoint: str | Path, split: s
             if fresh:  # nothing was evaluated: leave no eval folder behind
                 remove_unused_folder(eval_dir)
             raise CheckpointError(checkpoint, f"does not fit this run's model: {problem}")
+        if runner.is_main_process and runner.config is not None:
+            save_config(runner.config, runner.work_dir / SAVED_NAME)
         runner.load_checkpoint(checkpoint, resume=False, checkpoint={**state, "state_dict": weights})
         metrics = runner.test() if split == "test" else runner.val()
         loader = runner.test_dataloader if split == "test" else runner.val_dataloader
