@@ -274,6 +274,20 @@ def test_custom_imports_register_user_classes(tmp_path, monkeypatch):
     assert runner.config["custom_imports"] == {"imports": ["my_parts_for_config_test"]}
 
 
+def test_a_custom_import_that_fails_in_its_own_code_is_one_error_naming_file_and_line(
+        tmp_path, monkeypatch):
+    (tmp_path / "parts_with_syntax_error.py").write_text("import torch\ndef broken(:\n")
+    (tmp_path / "parts_that_raise.py").write_text("import torch\nraise RuntimeError('boom')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=r"custom_imports: 'parts_with_syntax_error' has a syntax "
+                                          r"error at .*parts_with_syntax_error.py, line 2"):
+        build_runner(small_cfg(custom_imports=["parts_with_syntax_error"]), work_dir=tmp_path / "a")
+    with pytest.raises(ConfigError, match=r"custom_imports: importing 'parts_that_raise' raised "
+                                          r"RuntimeError: boom \(.*parts_that_raise.py, line 2\)"):
+        build_runner(small_cfg(custom_imports=["parts_that_raise"]), work_dir=tmp_path / "b")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
 def test_num_threads_sets_torch_threads(tmp_path):
     before = torch.get_num_threads()
     try:

@@ -31,6 +31,7 @@ import importlib
 import inspect
 import json
 import re
+import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -269,6 +270,13 @@ def _import_custom(spec: Any) -> None:
         except ImportError as exc:
             if not allow_failed:
                 raise ConfigError(f"custom_imports: cannot import {name!r}: {exc}") from None
+        except SyntaxError as exc:  # the user's file: where, in one line
+            raise ConfigError(f"custom_imports: {name!r} has a syntax error at {exc.filename}, "
+                              f"line {exc.lineno}: {exc.msg}") from None
+        except Exception as exc:  # raised by the module's own code while it was imported
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            raise ConfigError(f"custom_imports: importing {name!r} raised {type(exc).__name__}: "
+                              f"{exc} ({frame.filename}, line {frame.lineno})") from None
 
 
 def _fill_default_hooks(cfg: dict) -> None:
