@@ -244,3 +244,12 @@ def test_a_resume_that_fails_changes_no_file_of_the_run_and_leaves_no_new_folder
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: cannot load checkpoint"), err
     assert run_dirs(work_dir) == [run] and read_last_run(work_dir) == run
+
+
+def test_a_run_a_hook_refuses_before_training_leaves_no_work_dir(tmp_path, capsys):
+    work_dir = tmp_path / "new"
+    code = main(["train", "--work-dir", str(work_dir), "--set",
+                 "param_scheduler={type: OneCycleLR, max_lr: 0.01, total_steps: 10, by_epoch: false}",
+                 *QUIET])
+    err = capsys.readouterr().err
+    assert code == 2 and "total_steps is 10" in err and not work_dir.exists()

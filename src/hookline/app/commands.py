@@ -93,6 +93,7 @@ def run_train(args: argparse.Namespace) -> int:
     # the whole config is checked before a run folder is made
     resolve_config(cfg, work_dir=work_dir, resume=resume, for_training=True)
     previous = read_last_run(work_dir)
+    work_dir_existed = work_dir.exists()
     run_dir, earlier = choose_run_dir(work_dir, resume)
     fresh = run_dir.is_dir() and not any(run_dir.iterdir())
     try:
@@ -100,7 +101,7 @@ def run_train(args: argparse.Namespace) -> int:
                               save=False)  # saved when training starts (see begin below)
     except BaseException:
         if fresh:  # e.g. a configure_optimizers() result the Runner refuses: leave no empty run
-            discard_run_dir(work_dir, run_dir, previous)
+            _discard(work_dir, run_dir, previous, work_dir_existed)
         raise
     started: list[bool] = []
 
@@ -113,7 +114,7 @@ def run_train(args: argparse.Namespace) -> int:
             if runner.is_main_process:
                 save_config(runner.config, runner.work_dir / SAVED_NAME)
 
-    runner.on("before_train", begin, once=True, priority="HIGHEST")
+    runner.on("before_train", begin, once=True, priority="LOWEST")  # after the hooks' checks
     if earlier is not None:
         runner.logger.info("a new run in %s; the last run is in %s (--resume auto continues it)",
                            run_dir, earlier)
@@ -128,7 +129,7 @@ def run_train(args: argparse.Namespace) -> int:
     except BaseException:
         if not started:  # the checkpoint to resume or load did not go in: nothing trained
             if fresh:
-                discard_run_dir(work_dir, run_dir, previous)
+                _discard(work_dir, run_dir, previous, work_dir_existed)
         elif runner.is_main_process and not args.no_curves:
             with contextlib.suppress(Exception):  # the error that stopped training comes first
                 _print_note(write_training_curves(runner.work_dir))
@@ -145,6 +146,14 @@ def run_train(args: argparse.Namespace) -> int:
             _, line, out = evaluate_checkpoint(cfg, checkpoint, "test")
             print(f"{line}\nsaved to {out}", flush=True)
     return 0
+
+
+def _discard(work_dir: Path, run_dir: Path, previous: Path | None, work_dir_existed: bool) -> None:
+    """Remove the folder of a run that never started, and the work dir too when this command
+    made it and it is empty now."""
+    if discard_run_dir(work_dir, run_dir, previous) and not work_dir_existed:
+        with contextlib.suppress(OSError):  # not empty (another run started meanwhile): keep it
+            work_dir.rmdir()
 
 
 def choose_run_dir(work_dir: Path, resume: Any) -> tuple[Path, Path | None]:
