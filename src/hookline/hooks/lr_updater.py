@@ -8,12 +8,12 @@ iterations), the policy's scheduler after every epoch (``by_epoch=True``) or
 iteration. The learning rate is ``base * policy(t) * warmup(t)`` as in mmcv
 (the policy counts from iteration 0 and the warm-up scales it), where each
 factor is what that torch scheduler gives alone. Iteration ``i`` (0-based)
-trains with the lr after ``i`` steps. The state goes into checkpoints.
+trains with the lr after ``i`` steps. The state goes into checkpoints. A subclass
+overriding ``get_lr`` runs mmcv's own algorithm (:mod:`.lr_updater_mmcv`).
 """
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -25,6 +25,8 @@ from hookline.engine.checks import positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS, PARAM_SCHEDULERS
 
+from .lr_updater_mmcv import MmcvLrSchedule
+from .lr_updater_mmcv import anneal as _anneal  # noqa: F401  (param_scheduler's import)
 from .updater_lengths import needs_run_length, run_length, warmup_iterations
 
 if TYPE_CHECKING:
@@ -205,7 +207,7 @@ class _UpdaterBase(Hook):
 
 
 @HOOKS.register()
-class LrUpdaterHook(_UpdaterBase):
+class LrUpdaterHook(_UpdaterBase, MmcvLrSchedule):
     """mmcv's ``lr_config`` on torch schedulers: ``policy`` plus warm-up.
 
     Args:
@@ -221,6 +223,8 @@ class LrUpdaterHook(_UpdaterBase):
         warmup_iters: warm-up length in iterations (epochs with ``warmup_by_epoch``).
         warmup_ratio: the warm-up starts at ``warmup_ratio * lr``.
         **policy_args: the policy's arguments listed above.
+
+    A subclass overriding ``get_lr`` / ``get_warmup_lr`` runs as in mmcv (:mod:`.lr_updater_mmcv`).
 
     Example::
 
@@ -245,10 +249,13 @@ class LrUpdaterHook(_UpdaterBase):
         self._warm: Any = None
         self._main: Any = None
         self._pending: dict | None = None
+        self._mmcv_setup()
 
     # -- building ---------------------------------------------------------------------------
     def before_run(self, runner: Runner) -> None:
         """Build the schedulers before a checkpoint is resumed, so their state is restored."""
+        if self.mmcv_driven:
+            return self._mmcv_before_run(runner)
         if self.schedulers is None and runner.optimizer is not None \
                 and runner.train_dataloader is not None:
             self.build(runner.optimizer, runner)
@@ -256,6 +263,8 @@ class LrUpdaterHook(_UpdaterBase):
                 self.load_state_dict(self._pending)
 
     def before_train(self, runner: Runner) -> None:
+        if self.mmcv_driven:
+            return self._mmcv_before_train(runner)
         if self.schedulers is None:
             raise ConfigError("LrUpdaterHook needs an optimizer: pass optimizer= to the Runner")
         if runner.param_schedulers:
@@ -354,8 +363,8 @@ class LrUpdaterHook(_UpdaterBase):
 
     def _step(self, runner: Runner, per_epoch: bool) -> None:
         """Step the schedulers that count iterations (or epochs), then set the lr."""
-        # before_run built them (before_train checked), from this optimizer
-        assert self.schedulers is not None and runner.optimizer is not None
+        if self.schedulers is None or runner.optimizer is None:
+            return  # mmcv's algorithm sets it before each iteration (a subclass's super() call)
         for scheduler, by_epoch in self.schedulers:
             if by_epoch == per_epoch:
                 scheduler.step()
@@ -364,12 +373,14 @@ class LrUpdaterHook(_UpdaterBase):
     # -- state -------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         if self.schedulers is None:
-            return {}
+            return self._mmcv_state() if self.mmcv_driven else {}
         return {"base_lrs": list(self.base_lrs),
                 "schedulers": [s.state_dict() for s, _ in self.schedulers],
                 "lrs": [[g["lr"] for g in s.optimizer.param_groups] for s, _ in self.schedulers]}
 
     def load_state_dict(self, state: dict) -> None:
+        if self.mmcv_driven:
+            return self._mmcv_load_state(state)
         if self.schedulers is None:
             self._pending = state
             return
@@ -390,9 +401,3 @@ def _shadow(lrs: list[float]) -> torch.optim.Optimizer:
     """A stand-in optimizer holding only learning rates, for one scheduler to run on alone."""
     return torch.optim.SGD([{"params": [torch.nn.Parameter(torch.zeros(1))], "lr": lr}
                             for lr in lrs], lr=lrs[0] if lrs else 0.0)
-
-
-def _anneal(strategy: str, start: float, end: float, pct: float) -> float:
-    if strategy == "cos":
-        return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
-    return (end - start) * pct + start

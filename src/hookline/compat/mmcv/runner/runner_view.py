@@ -9,6 +9,9 @@ everything else (reads and writes) to the Runner. There is one view per
 Runner, so ``runner.log_buffer`` and ``runner.meta`` are shared by all its
 mmcv hooks, as in mmcv.
 
+As in mmcv, ``runner.meta`` is saved as the checkpoint's ``meta`` and comes
+back when the run is resumed (:mod:`.runner_checkpoints`).
+
 ``isinstance(runner, EpochBasedRunner)`` / ``IterBasedRunner`` / ``BaseRunner``
 hold for views (and hookline Runners) of epoch- or iteration-based runs.
 
@@ -33,21 +36,30 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from hookline.core import ConfigError
 from hookline.engine.data import loader_length
+from hookline.engine.hook import STAGES
 from hookline.engine.runner import Runner
 
 from .log_buffer import LogBuffer
+from .runner_checkpoints import MmcvCheckpoints
 
 _VIEWS: weakref.WeakKeyDictionary[Runner, MmcvRunner] = weakref.WeakKeyDictionary()
 _OWN = frozenset({"_ref", "mode", "_inner_iter", "data_batch", "_outputs", "log_buffer", "meta",
-                  "_fed"})
+                  "_fed", "_eval_loader", "_eval_fed", "_loaded_meta"})
+#: where the view saves ``runner.meta`` into checkpoints and takes it back
+CHECKPOINT_STAGES = ("before_save_checkpoint", "after_load_checkpoint")
+#: the stages every mmcv hook is called at for the view (``before_train``: after a resume)
+VIEW_STAGES = (*CHECKPOINT_STAGES, "before_train")
 
 
 def runner_view(runner: Any) -> MmcvRunner:
@@ -70,13 +82,13 @@ def _batch_size(data_batch: Any) -> int:
 
 
 class MmcvOutputs(dict[str, Any]):
-    """A step's outputs with mmcv's ``log_vars`` (floats, converted when first read) and
-    ``num_samples``."""
+    """A step's outputs with mmcv's ``log_vars`` (the scalar outputs but ``num_samples``, as
+    floats, converted when first read) and ``num_samples``."""
 
     def __missing__(self, key: str) -> Any:
         if key == "log_vars":
             value = {k: float(v.item()) if isinstance(v, torch.Tensor) else float(v)
-                     for k, v in self.items() if _is_scalar(v)}
+                     for k, v in self.items() if _is_scalar(v) and k != "num_samples"}
             self[key] = value
             return value
         raise KeyError(key)
@@ -88,7 +100,7 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-class MmcvRunner:
+class MmcvRunner(MmcvCheckpoints):
     """The view (see the module docstring)."""
 
     def __init__(self, runner: Runner) -> None:
@@ -100,6 +112,9 @@ class MmcvRunner:
         object.__setattr__(self, "log_buffer", LogBuffer())
         object.__setattr__(self, "meta", {"hook_msgs": {}})
         object.__setattr__(self, "_fed", None)
+        object.__setattr__(self, "_eval_loader", None)  # EvalHook's, while it validates
+        object.__setattr__(self, "_eval_fed", False)  # its metrics reached the log buffer
+        object.__setattr__(self, "_loaded_meta", None)  # a loaded checkpoint's, until resumed
 
     @property
     def hookline_runner(self) -> Runner:
@@ -124,6 +139,11 @@ class MmcvRunner:
         the log buffer once per iteration, and with the metrics after an evaluation), as mmcv's
         runner and EvalHook had them."""
         runner = self.hookline_runner
+        if stage in CHECKPOINT_STAGES:
+            self._checkpoint_stage(stage, kwargs["checkpoint"])
+            return
+        if self._loaded_meta is not None:
+            self.settle_meta()
         for mode in ("train", "val", "test"):
             if f"_{mode}_" in stage or stage.endswith(f"_{mode}"):
                 object.__setattr__(self, "mode", mode)
@@ -141,8 +161,7 @@ class MmcvRunner:
         if metrics and self._fed != (stage, runner.iter, runner.epoch):
             # mmcv's EvalHook put the evaluation results into the log buffer for the loggers
             object.__setattr__(self, "_fed", (stage, runner.iter, runner.epoch))
-            self.log_buffer.output.update(metrics)
-            self.log_buffer.ready = True
+            self.feed_metrics(metrics)
         if "outputs" in kwargs:
             outputs = kwargs["outputs"]
             if isinstance(outputs, Mapping):
@@ -152,6 +171,9 @@ class MmcvRunner:
             key = (self.mode, runner.iter, self._inner_iter)
             if self._fed != key and isinstance(outputs, Mapping):
                 object.__setattr__(self, "_fed", key)
+                if "log_vars" in outputs and isinstance(outputs["log_vars"], Mapping):  # mmcv's
+                    self.log_buffer.update(dict(outputs["log_vars"]), outputs["num_samples"])
+                    return
                 scalars = {k: v.detach() if isinstance(v, torch.Tensor) else v
                            for k, v in outputs.items() if _is_scalar(v) and k != "num_samples"}
                 if scalars:
@@ -171,12 +193,56 @@ class MmcvRunner:
         """The batch's index in the current epoch (or validation pass)."""
         return int(self._inner_iter)
 
+    def feed_metrics(self, metrics: Mapping[str, Any], *, unless_fed: bool = False) -> None:
+        """An evaluation's results into ``log_buffer.output`` (``ready``), as mmcv's EvalHook
+        put them there (``unless_fed``: only if the evaluation's val stages did not)."""
+        if unless_fed and self._eval_fed:
+            return
+        object.__setattr__(self, "_eval_fed", True)
+        self.log_buffer.output.update(metrics)
+        self.log_buffer.ready = True
+
+    @contextlib.contextmanager
+    def evaluating(self, loader: Any) -> Iterator[None]:
+        """While EvalHook validates on ``loader``: ``runner.data_loader`` in val mode."""
+        object.__setattr__(self, "_eval_loader", loader)
+        object.__setattr__(self, "_eval_fed", False)
+        try:
+            yield
+        finally:
+            object.__setattr__(self, "_eval_loader", None)
+
     @property
     def data_loader(self) -> Any:
-        """The dataloader of the current mode."""
+        """The dataloader of the current mode (EvalHook's own while it validates).
+
+        Assigning one in train mode (mmcv hooks did so in ``before_train_epoch``)
+        makes the epoch-based train loop read it from the current epoch on."""
         runner = self.hookline_runner
+        if self.mode == "val" and self._eval_loader is not None:
+            return self._eval_loader
         loop = {"val": runner.val_loop, "test": runner.test_loop}.get(self.mode, runner.train_loop)
         return loop.dataloader if loop is not None else None
+
+    @data_loader.setter
+    def data_loader(self, loader: Any) -> None:
+        runner = self.hookline_runner
+        if self.mode != "train" or runner.train_loop is None or not runner.by_epoch:
+            raise ConfigError(
+                f"runner.data_loader = ... works in an epoch-based run's training (in "
+                f"before_train_epoch, as mmcv hooks did); here mode is {self.mode!r}"
+                f"{'' if runner.by_epoch else ' in an iteration-based run'}: give the loader "
+                "to the Runner (train_dataloader=, val_dataloader=) instead")
+        runner.train_loop.dataloader = loader
+
+    @property
+    def work_dir(self) -> str:
+        """mmcv's ``runner.work_dir``: the Runner's ``work_dir`` as a ``str``."""
+        return str(self.hookline_runner.work_dir)
+
+    @work_dir.setter
+    def work_dir(self, value: Any) -> None:
+        self.hookline_runner.work_dir = Path(value)
 
     # mmcv's private counters, read by published hooks
     @property
@@ -225,29 +291,20 @@ class MmcvRunner:
         values = wrapper.get_lr() if what == "lr" else wrapper.get_momentum()
         return {name.rsplit(".", 1)[0]: list(v) for name, v in values.items()}
 
-    def save_checkpoint(self, out_dir: str | Path, filename_tmpl: str | None = None,
-                        save_optimizer: bool = True, meta: dict[str, Any] | None = None,
-                        create_symlink: bool = True) -> Path:
-        """mmcv's signature: ``out_dir/filename_tmpl.format(epoch + 1)`` (or ``iter + 1``);
-        the ``latest`` pointer plays mmcv's ``latest.pth`` symlink."""
-        runner = self.hookline_runner
-        if filename_tmpl is None:
-            filename_tmpl = "epoch_{}.pth" if runner.by_epoch else "iter_{}.pth"
-        count = runner.epoch + 1 if runner.by_epoch else runner.iter + 1
-        path = runner.save_checkpoint(Path(out_dir) / filename_tmpl.format(count),
-                                      save_optimizer=save_optimizer)
-        self.meta["hook_msgs"]["last_ckpt"] = str(path)
-        return path
-
-    def load_checkpoint(self, filename: str | Path, map_location: Any = "cpu",
-                        strict: bool = False, revise_keys: Any = None) -> dict[str, Any]:
-        """Load the weights of ``filename`` (hookline's loader, ``weights_only``)."""
-        return self.hookline_runner.load_checkpoint(filename, resume=False)
-
-    def resume(self, checkpoint: str | Path, resume_optimizer: bool = True,
-               map_location: Any = "default") -> dict[str, Any]:
-        """Restore the whole run from ``checkpoint``."""
-        return self.hookline_runner.load_checkpoint(checkpoint, resume=True)
+    def call_hook(self, fn_name: str, **kwargs: Any) -> None:
+        """mmcv's ``runner.call_hook(fn_name)``: call that stage on every hook; the caller's
+        ``mode``, ``inner_iter``, ``data_batch`` and ``outputs`` are as they were after it."""
+        if fn_name not in STAGES:
+            close = difflib.get_close_matches(str(fn_name), STAGES, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"runner.call_hook({fn_name!r}): no such stage{hint} (mmcv's "
+                              "stages: before_run, before_train_epoch, after_train_iter ...)")
+        saved = (self.mode, self._inner_iter, self.data_batch, self._outputs)
+        try:
+            self.hookline_runner.call_hook(fn_name, **kwargs)
+        finally:
+            for name, value in zip(("mode", "_inner_iter", "data_batch", "_outputs"), saved):
+                object.__setattr__(self, name, value)
 
     def register_hook(self, hook: Any, priority: Any = "NORMAL") -> Any:
         return self.hookline_runner.register_hook(hook, priority)
@@ -283,5 +340,5 @@ class IterBasedRunner(BaseRunner):
     by_epoch = False
 
 
-__all__ = ["BaseRunner", "EpochBasedRunner", "IterBasedRunner", "MmcvOutputs", "MmcvRunner",
-           "runner_view"]
+__all__ = ["CHECKPOINT_STAGES", "VIEW_STAGES", "BaseRunner", "EpochBasedRunner", "IterBasedRunner",
+           "MmcvOutputs", "MmcvRunner", "runner_view"]

@@ -1,7 +1,8 @@
 """``mmcv.runner.hooks``: mmcv 1.x's ``Hook``, ``HOOKS`` and hook classes.
 
 mmcv-style hooks here (``Hook``, ``EMAHook``, ``ClosureHook``,
-``OptimizerHook``, ``IterTimerHook``, ``LoggerHook``) run with mmcv's
+``OptimizerHook``, ``GradientCumulativeOptimizerHook``, ``IterTimerHook``,
+``LoggerHook``) run with mmcv's
 semantics; the others are hookline's hooks under mmcv's names and
 arguments. All are built-ins of the mmcv-scope ``HOOKS`` registry.
 
@@ -15,8 +16,6 @@ Example::
 from hookline.hooks import (
     DistSamplerSeedHook,
     EmptyCacheHook,
-    Fp16OptimizerHook,
-    GradientCumulativeOptimizerHook,
     LrUpdaterHook,
     MomentumUpdaterHook,
 )
@@ -28,7 +27,7 @@ from .ema import EMAHook
 from .hook import HOOKS, Hook
 from .iter_timer import IterTimerHook
 from .logger import LoggerHook, TextLoggerHook
-from .optimizer import OptimizerHook
+from .optimizer import Fp16OptimizerHook, GradientCumulativeOptimizerHook, OptimizerHook
 
 HOOKS.add_builtins({cls.__name__: cls for cls in (
     CheckpointHook, ClosureHook, DistEvalHook, DistSamplerSeedHook, EMAHook, EmptyCacheHook,

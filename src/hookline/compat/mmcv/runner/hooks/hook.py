@@ -13,7 +13,11 @@ mmcv's semantics, decided when the hook is registered:
 * helpers take ``runner``: ``every_n_epochs``, ``every_n_inner_iters``,
   ``every_n_iters``, ``end_of_epoch``, ``is_last_epoch``, ``is_last_iter``.
 
-Only the stages a hook overrides are called, as for every hookline hook.
+Only the stages a hook overrides are called, as for every hookline hook, plus
+``before_save_checkpoint``, ``after_load_checkpoint`` and ``before_train``,
+where the view puts ``runner.meta`` into checkpoints and takes it back after a
+resume, as mmcv's runner did (``get_triggered_stages()`` lists mmcv's stages,
+as in mmcv).
 
 Example::
 
@@ -36,7 +40,7 @@ from hookline.engine.hook import GENERIC_STAGES, STAGES, StageMethod
 from hookline.engine.hook import Hook as _NativeHook
 
 from ...utils import Registry
-from ..runner_view import MmcvRunner, runner_view
+from ..runner_view import VIEW_STAGES, MmcvRunner, runner_view
 
 HOOKS = Registry("hook", parent=_native.HOOKS, scope="mmcv")
 
@@ -149,6 +153,12 @@ class Hook(_NativeHook):
 
     # -- dispatch ---------------------------------------------------------------------------
     def triggered_stages(self) -> list[str]:
+        """The stages the Runner calls: :meth:`get_triggered_stages`, and the view's
+        (``runner.meta`` into checkpoints, back after a resume: once per save, load, run)."""
+        stages = set(self.get_triggered_stages()).union(VIEW_STAGES)
+        return [s for s in STAGES if s in stages]
+
+    def get_triggered_stages(self) -> list[str]:
         """The stages this hook's class (or instance) overrides, generic methods included."""
         cls, own = type(self), vars(self)
         stages = {s for s in STAGES if s in own or getattr(cls, s) is not getattr(Hook, s)}
