@@ -255,3 +255,32 @@ def test_tree_construction_errors_are_config_errors():
         root.register_module(force="yes")
     with pytest.raises(ConfigError, match="only callables"):
         root.register_module(module=3)
+
+
+def test_a_bare_name_built_with_another_scopes_arguments_names_that_scope():
+    """A ported config's ``{"type": "EMAHook", "momentum": ...}`` builds the unscoped EMAHook;
+    when the arguments are those of the same name in another scope, the error says which."""
+    root = Registry("hook", scope="core")
+    legacy = Registry("hook", parent=root, scope="legacy")
+    loose = Registry("hook", parent=root, scope="loose")
+
+    @root.register(name="Averager")
+    def averager(decay=0.9):
+        return ("core", decay)
+
+    @loose.register(name="Averager")
+    def loose_averager(**kwargs):
+        return ("loose", kwargs)
+
+    @legacy.register(name="Averager")
+    def legacy_averager(momentum=0.1, warm_up=100):
+        return ("legacy", momentum)
+
+    with pytest.raises(ConfigError, match=r"unexpected argument\(s\) 'momentum'.*; legacy.Averager "
+                                          r"takes these arguments: give \{'type': 'legacy.Averager'\}"):
+        root.build({"type": "Averager", "momentum": 0.2})
+    assert root.build({"type": "legacy.Averager", "momentum": 0.2}) == ("legacy", 0.2)
+    with pytest.raises(ConfigError, match=r"'stride'.*; loose.Averager takes these arguments"):
+        root.build({"type": "Averager", "stride": 2})  # only a **kwargs one takes it
+    with pytest.raises(ConfigError, match=r"it accepts: decay$"):
+        root.build({"type": "core.Averager", "stride": 2})  # a scoped name: no other scope

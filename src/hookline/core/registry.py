@@ -345,8 +345,32 @@ class Registry:
             raise ConfigError(f"{self.name} type must be a name or a callable, got {kind!r}")
         kwargs = {**defaults, **{k: v for k, v in cfg.items() if k != "type"}}
         label = kind if isinstance(kind, str) else getattr(kind, "__name__", repr(kind))
-        check_call(target, kwargs, f"{self.name} type {label!r}")
+        try:
+            check_call(target, kwargs, f"{self.name} type {label!r}")
+        except ConfigError as exc:
+            other = self._scope_taking(kind, kwargs) if isinstance(kind, str) else None
+            if other is None:
+                raise
+            raise ConfigError(f"{exc}; {other} takes these arguments: give "
+                              f"{{'type': {other!r}}} for it") from None
         return target(**kwargs)
+
+    def _scope_taking(self, name: str, kwargs: Mapping[str, Any]) -> str | None:
+        """``scope.name`` of another registry of this tree whose ``name`` accepts ``kwargs``
+        (a ported config's bare ``EMAHook`` with mmcv's arguments: ``mmcv.EMAHook``)."""
+        if "." in name:
+            return None
+        loose = None  # one taking **kwargs: named only when none lists the arguments
+        for registry in self.root.descendants():
+            found = registry.own(name)
+            if found is MISSING or registry is self or not callable(found):
+                continue
+            accepted = accepted_keywords(found)
+            if accepted is not None and set(kwargs) <= accepted:
+                return f"{registry.scope}.{name}"
+            if accepted is None and loose is None:
+                loose = f"{registry.scope}.{name}"
+        return loose
 
     def names(self) -> list[str]:
         """This registry's own names, sorted."""
