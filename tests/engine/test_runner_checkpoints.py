@@ -126,3 +126,17 @@ def test_resuming_with_another_optimizer_type_is_one_clear_error_before_anything
     adamw = make_runner(tmp_path / "adamw", max_epochs=2, optimizer={"type": "AdamW", "lr": 0.01})
     adamw.resume(path)  # Adam's and AdamW's states are the same kind: this resumes
     assert adamw.iter == 8
+
+
+def test_a_resume_says_when_the_runs_optimizer_settings_differ_from_the_saved_ones(tmp_path):
+    """``--set optimizer.lr=... --resume auto`` used to be ignored without a word."""
+    make_runner(tmp_path, max_epochs=1,
+                default_hooks={"checkpoint": {"type": "CheckpointHook", "interval": 1}}).train()
+    make_runner(tmp_path, max_epochs=2, resume="auto").train()
+    assert "resumed the optimizer as saved" not in (tmp_path / "log.txt").read_text()
+    edited = make_runner(tmp_path, max_epochs=3, resume="auto",
+                         optimizer={"type": "Adam", "lr": 0.05, "weight_decay": 0.01})
+    edited.train()
+    assert "resumed the optimizer as saved, with lr 0.01 (not 0.05); weight_decay 0 (not 0.01)" \
+        in (tmp_path / "log.txt").read_text()
+    assert edited.optimizer.param_groups[0]["weight_decay"] == 0  # the saved value, as said

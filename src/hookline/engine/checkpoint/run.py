@@ -151,7 +151,13 @@ def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
     """Optimizer (and AMP scaler), and the gradients of an unfinished accumulation group."""
     wrapper = runner.optim_wrapper
     if "optimizer" in checkpoint and wrapper is not None:
+        changed = changed_settings(checkpoint["optimizer"], wrapper.state_dict())
         wrapper.load_state_dict(checkpoint["optimizer"])
+        if changed:  # a config edited before --resume: its new values do not apply
+            runner.logger.warning(
+                "resumed the optimizer as saved, with %s; the run's configuration gives other "
+                "values, which a resume does not apply (load the weights only, load_from=, to "
+                "train with them)", "; ".join(changed))
         scaler = runner.grad_scaler
         if scaler is not None and "grad_scaler" in checkpoint:  # written by hookline 0.1
             scaler.load_state_dict(checkpoint["grad_scaler"])
@@ -163,6 +169,37 @@ def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
                                   "group that do not match this run's parameters: dropped")
     elif wrapper is not None:
         runner.logger.warning("checkpoint has no optimizer state: the optimizer starts fresh")
+
+
+def changed_settings(saved: Any, current: Any, prefix: str = "") -> list[str]:
+    """The optimizer settings (``lr``, ``momentum``, ``weight_decay`` ...) whose saved value
+    differs from this run's before the resume: ``"lr 0.003 (not 0.1)"``. The starting rate
+    (``initial_lr``) stands for ``lr`` when a scheduler moved it.
+
+    Example::
+
+        >>> saved = {"state": {}, "param_groups": [{"params": [0], "lr": 0.003, "momentum": 0.9}]}
+        >>> now = {"state": {}, "param_groups": [{"params": [0], "lr": 0.1, "momentum": 0.9}]}
+        >>> changed_settings(saved, now)
+        ['lr 0.003 (not 0.1)']
+    """
+    if not isinstance(saved, Mapping) or not isinstance(current, Mapping):
+        return []
+    if "param_groups" not in saved:  # several optimizers by name
+        return [line for name in saved if name in current
+                for line in changed_settings(saved[name], current[name], f"{name}: ")]
+    found: list[str] = []
+    for index, (theirs, ours) in enumerate(zip(saved["param_groups"], current["param_groups"])):
+        group = f" (group {index})" if len(current["param_groups"]) > 1 else ""
+        for key in sorted(set(theirs) & set(ours) - {"params", "initial_lr"}):
+            if key == "lr" and "initial_lr" in theirs and "initial_lr" in ours:
+                was, now = theirs["initial_lr"], ours["initial_lr"]
+            else:
+                was, now = theirs[key], ours[key]
+            if isinstance(now, (int, float, tuple, list)) and not isinstance(now, bool) \
+                    and was != now and f"{prefix}{key}" not in {f.split(" ")[0] for f in found}:
+                found.append(f"{prefix}{key} {was} (not {now}){group}")
+    return found[:4]
 
 
 #: what :func:`collect` puts in a checkpoint besides ``meta`` and ``hooks`` (tensors already)
