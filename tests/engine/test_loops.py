@@ -23,6 +23,8 @@ from hookline.engine import TestLoop as EngineTestLoop  # (not a pytest class)
 from hookline.hooks import OptimizerHook
 from tests.hooks._toy import one_thread  # noqa: F401  (autouse: one torch thread)
 
+from .toy import make_runner as make_toy_runner
+
 QUIET = {"logger": None, "progress": None, "checkpoint": None}
 
 
@@ -462,3 +464,16 @@ def test_lengths_and_val_interval_in_the_train_loop_config_are_honoured(tmp_path
     assert own.max_iters == 6 and not own.by_epoch
     with pytest.raises(ConfigError, match="val_interval is 3 for the Runner and 2 in train_loop"):
         make_runner(tmp_path / "both", max_epochs=4, val_interval=3, train_loop=spec)
+
+
+def test_a_stop_set_as_an_epoch_begins_runs_no_batch_of_it(tmp_path):
+    """``stop_training`` set in ``before_train_epoch`` (Lightning's ``on_train_epoch_start``)
+    ends the run before the epoch's first batch; resuming goes on from that epoch's start."""
+    class StopAtEpoch2(Hook):
+        def before_train_epoch(self, runner):
+            if runner.epoch == 1:
+                runner.stop_training = True
+
+    runner = make_toy_runner(tmp_path, max_epochs=3, hooks=[StopAtEpoch2()])
+    runner.train()
+    assert (runner.epoch, runner.iter) == (1, 8)  # epoch 1's 8 iterations, none of epoch 2

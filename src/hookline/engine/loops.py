@@ -245,6 +245,8 @@ class EpochBasedTrainLoop(TrainLoop):
         start = state.take_resume_batch()
         self._epoch_start_iter = self.iter - start
         runner.hooks.call(runner, "before_train_epoch")
+        if self.stop_training:  # a hook stopped the run as the epoch began: no batch of it runs
+            return False
         loader = self.dataloader  # a loader a hook assigned, even in before_train_epoch, runs now
         length = loader_length(loader)
         set_epoch(loader, self.epoch)
