@@ -33,6 +33,9 @@ class EventBus:
     """
 
     def __init__(self, events: Iterable[str] | None = None) -> None:
+        if isinstance(events, str):  # EventBus("start") would be events 's', 't', 'a', 'r'
+            raise ConfigError(f"EventBus takes a list of event names, got the string {events!r}; "
+                              f"write EventBus([{events!r}])")
         self._strict = events is not None
         self._events: dict[str, Event] = {}
         for name in events or ():

@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 import difflib
+import functools
 import reprlib
 from collections.abc import Iterable
 from typing import Any
@@ -91,7 +92,15 @@ class ConfigError(ValueError):
 
 
 def qualified_name(obj: Any) -> str:
-    """A readable name for a hook: ``module.Qualname`` for functions, the class for objects."""
+    """A readable name for a hook: ``module.Qualname`` for functions, the class for objects;
+    what a ``functools.partial`` or a handle (a decorator's result) stands for, by its name."""
+    for _ in range(8):  # partial(partial(f)), a handle of a partial ...
+        if isinstance(obj, functools.partial):
+            obj = obj.func
+        elif type(obj).__name__ == "HookHandle" and getattr(obj, "hook", None) is not None:
+            obj = obj.hook
+        else:
+            break
     target = getattr(obj, "__func__", obj)
     qualname = getattr(target, "__qualname__", None)
     module: str | None

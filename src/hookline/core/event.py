@@ -37,6 +37,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, overload
 
+from ._callables import is_coroutine_callable
 from ._emitter import Emitter, build_emitter, refusing
 from .errors import ConfigError, HookError
 from .handles import HookHandle
@@ -79,7 +80,7 @@ class _Entry:
         self.priority = priority
         self.seq = seq
         self.call = call
-        self.is_async = inspect.iscoroutinefunction(fn)
+        self.is_async = is_coroutine_callable(fn)
         self.handle = handle
 
 
@@ -200,7 +201,8 @@ class Event:
         self._retired: list[weakref.ref[_Calls]] = []
         self._seq = 0
         self.on_change: Callable[[Event], None] | None = None
-        self._calls, self.emit = self._build()
+        self._calls, emitter = self._build()
+        _EMIT_SLOT.__set__(self, emitter)  # the slot: a subclass's own emit() stays in front
 
     # -- registration ---------------------------------------------------------
     @overload
@@ -276,7 +278,8 @@ class Event:
         old = self._calls
         if old:
             self._retired.append(weakref.ref(old))
-        self._calls, self.emit = self._build()
+        self._calls, emitter = self._build()
+        _EMIT_SLOT.__set__(self, emitter)  # the slot: a subclass's own emit() stays in front
         old.stale = True  # after the new emitter is published: a kept old one forwards to it
         if self.on_change is not None:
             self.on_change(self)
@@ -335,3 +338,8 @@ class Event:
             if result is not SKIP:
                 results.append(result)
         return results
+
+
+#: ``Event.emit``'s slot. Writing through it (not ``self.emit = ...``) leaves a subclass that
+#: defines its own ``emit`` in front, with the generated emitter as its ``super().emit``.
+_EMIT_SLOT: Any = Event.__dict__["emit"]

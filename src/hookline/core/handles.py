@@ -80,11 +80,19 @@ class HandleGroup:
         return handle
 
     def remove(self) -> None:
-        """Remove every handle, newest first; the group is empty afterwards."""
+        """Remove every handle, newest first; the group is empty afterwards. A ``remove()``
+        that raises does not keep the others in place: all are tried, then the first error
+        is raised."""
         with self._lock:
             handles, self._handles = self._handles, []
+        error: BaseException | None = None
         for handle in reversed(handles):
-            handle.remove()
+            try:
+                handle.remove()
+            except BaseException as exc:  # re-raised below, after the rest
+                error = error or exc
+        if error is not None:
+            raise error
 
     def __len__(self) -> int:
         return len(self._handles)

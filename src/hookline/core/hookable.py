@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
+from ._callables import is_coroutine_callable
 from ._hookset import (
     Args,
     HookSet,
@@ -50,7 +51,7 @@ def _register(event: Event, hook: Callable[..., Any] | None, options: dict[str, 
               is_async: bool) -> Any:
     if hook is None:
         return lambda fn: _register(event, fn, options, is_async)
-    if not is_async and inspect.iscoroutinefunction(hook):
+    if not is_async and is_coroutine_callable(hook):
         raise ConfigError(
             f"{qualified_name(hook)} is a coroutine function; it can only hook an async "
             f"function, and {event.name.rsplit('.', 1)[0]} is not async"
@@ -159,6 +160,9 @@ class HookableFunction(_Registrars):
             return fn(*args, **kwargs)
 
         setattr(dispatch, "__hookline_owner__", owner)  # read by BoundHookable
+        for name in ("__module__", "__name__", "__qualname__"):  # errors name the method
+            if hasattr(fn, name):
+                setattr(dispatch, name, getattr(fn, name))
         return cast(_Dispatch, dispatch)
 
     def _call_hooked(self, args: Args, kwargs: Kwargs) -> Any:
@@ -228,7 +232,7 @@ class HookableFunction(_Registrars):
         return BoundHookable(self._dispatch, obj)
 
     def __repr__(self) -> str:
-        return f"<hookable {self.__qualname__}>"
+        return f"<hookable {qualified_name(self.__wrapped__)}>"  # a partial has no __qualname__
 
     def __reduce__(self) -> str:
         # Pickled by reference, like a function: the name in its module.
@@ -260,6 +264,21 @@ class BoundHookable(functools.partial[Any], _Registrars):
     @property
     def __self__(self) -> Any:
         return self.args[0]
+
+    @property
+    def __func__(self) -> Callable[..., Any]:
+        """What ``BoundHookable(__func__, __self__)`` binds again: ``weakref.WeakMethod``
+        (and blinker's weak receivers) keep ``obj.method`` this way."""
+        return self.func
+
+    # like bound methods: obj.method == obj.method (a new object per access)
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BoundHookable):
+            return NotImplemented
+        return self.func is other.func and self.args[0] is other.args[0]
+
+    def __hash__(self) -> int:
+        return hash((id(self.func), id(self.args[0])))
 
     def __repr__(self) -> str:
         return f"<bound hookable {self._owner().__qualname__} of {self.args[0]!r}>"
