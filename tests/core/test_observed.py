@@ -211,3 +211,25 @@ def test_temperature_sensor_notifies_its_observers():
     for reading in (22.5, 31.0, 29.0, 35.5):
         kitchen.celsius = reading
     assert alerts == ["22.5 -> 31.0", "29.0 -> 35.5"]
+
+
+def test_observed_attributes_attached_later_keep_their_own_values():
+    class Late:
+        pass
+
+    Late.a = observed(0)  # no __set_name__: each keeps its values under a key of its own
+    Late.b = observed(0)
+    obj = Late()
+    obj.a = 1
+    assert (obj.a, obj.b) == (1, 0)
+    del obj.a
+    assert obj.a == 0
+
+
+def test_a_class_whose_slots_leave_out_dict_is_one_clear_error():
+    class Slotted:
+        __slots__ = ("__weakref__",)
+        level = observed(0)
+
+    with pytest.raises(ConfigError, match=r"Slotted.level is observed.*add '__dict__' to __slots__"):
+        Slotted().level = 1

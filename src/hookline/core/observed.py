@@ -71,6 +71,18 @@ class _Watchers:
             self._counted = 0
 
 
+def _values(obj: Any, attribute: Any) -> dict[str, Any]:
+    """``obj.__dict__``, where observed attributes keep their values; a class whose
+    ``__slots__`` leave it out is one clear error."""
+    try:
+        return obj.__dict__  # type: ignore[no-any-return]
+    except AttributeError:
+        raise ConfigError(
+            f"{type(obj).__qualname__}.{attribute.name} is observed, and observed attributes keep "
+            f"their values in the instance's __dict__, which {type(obj).__qualname__}'s __slots__ "
+            "leave out: add '__dict__' to __slots__") from None
+
+
 class observed:  # lower case: used like a builtin descriptor (property, observed)
     """A watchable attribute. ``observe(obj, name, fn)`` runs ``fn(obj, name, old, new)``
     after every assignment; ``on="get"`` and ``on="delete"`` watch reads and deletions.
@@ -83,6 +95,9 @@ class observed:  # lower case: used like a builtin descriptor (property, observe
     def __init__(self, default: Any = _MISSING) -> None:
         self.default = default
         self.name = "?"
+        #: where instances keep the value: the attribute's name (``__set_name__``), or a key of
+        #: its own when the descriptor was attached after the class was made
+        self.key = f"?observed-{id(self):x}"
         self._owner: type | None = None
         self.lock = threading.RLock()
         self.reads = 0  # get-observers registered, class and live instances together (under lock)
@@ -92,7 +107,7 @@ class observed:  # lower case: used like a builtin descriptor (property, observe
             lambda obj: _Watchers(f"{type(obj).__qualname__}.{self.name}", self), on_drop=_Watchers.detach)
 
     def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
+        self.name = self.key = name
         self._owner = owner
         label = f"{owner.__qualname__}.{name}"
         self._class.set.name, self._class.get.name, self._class.delete.name = (
@@ -102,7 +117,7 @@ class observed:  # lower case: used like a builtin descriptor (property, observe
         if obj is None:
             return self
         try:
-            value = obj.__dict__[self.name]
+            value = _values(obj, self)[self.key]
         except KeyError:
             if self.default is _MISSING:
                 raise AttributeError(
@@ -127,14 +142,14 @@ class observed:  # lower case: used like a builtin descriptor (property, observe
             busy.discard(id(obj))
 
     def __set__(self, obj: Any, value: Any) -> None:
-        values = obj.__dict__
-        old = values.get(self.name, None if self.default is _MISSING else self.default)
-        values[self.name] = value
+        values = _values(obj, self)
+        old = values.get(self.key, None if self.default is _MISSING else self.default)
+        values[self.key] = value
         self._emit("set", obj, old, value)
 
     def __delete__(self, obj: Any) -> None:
         try:
-            old = obj.__dict__.pop(self.name)
+            old = _values(obj, self).pop(self.key)
         except KeyError:
             raise AttributeError(f"{type(obj).__name__!r} object has no value for {self.name!r} "
                                  "to delete") from None
