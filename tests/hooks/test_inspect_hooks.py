@@ -22,6 +22,7 @@ from hookline import HOOKS, ConfigError, Hook, HookError, Runner
 from hookline.engine import AmpOptimWrapper
 from hookline.hooks import ActivationStatsHook, GradientMonitorHook, TensorboardLoggerHook
 from hookline.inspect import GradientMonitor
+from hookline.inspect.plots import plot_activation_histograms
 from tests.inspect.models import hook_state as inspect_hook_state
 
 from ._toy import one_thread  # noqa: F401  (autouse fixture)
@@ -415,3 +416,15 @@ def test_no_activation_layer_is_a_config_error(tmp_path: Path) -> None:
 def test_doctests() -> None:
     for module in (hookline.hooks.inspect_hooks, hookline.hooks.activation_stats):
         assert doctest.testmod(module).failed == 0
+
+
+def test_activation_histograms_plot_after_training(tmp_path: Path) -> None:
+    """``samples`` keeps the latest call's values for ``plot_activation_histograms(hook.stats)``
+    after training: the log steps' resets clear the statistics, not the samples."""
+    acts = ActivationStatsHook(interval=4, samples=64)
+    runner_for(tmp_path, [acts], max_epochs=1).train()
+    assert acts.stats.report() == {}  # reset at the last log step
+    kept = acts.stats.latest_samples()
+    assert kept and all(0 < values.numel() <= 64 for values in kept.values())
+    plot_activation_histograms(acts.stats, tmp_path / "acts.png")
+    assert (tmp_path / "acts.png").stat().st_size > 0

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity
 
-from hookline import HOOKS, ConfigError
+from hookline import HOOKS, ConfigError, HookError
 from hookline.hooks import ProfilerHook
 
 from ..engine.toy import make_runner
@@ -96,3 +96,15 @@ def test_bad_arguments(kwargs, message) -> None:
 def test_activities_accept_names_and_enums() -> None:
     hook = ProfilerHook(activities=["CPU", ProfilerActivity.CUDA])
     assert hook.activities == [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
+def test_cuda_activities_on_a_machine_without_cuda_are_one_error_before_training(tmp_path):
+    """Before: a HookError from inside torch's profiler after the first iteration, then two
+    more tracebacks from on_exception. The hook still builds (a GPU config, checked on a
+    laptop), and the run refuses to start."""
+    runner = make_runner(tmp_path, max_epochs=1, hooks=[ProfilerHook(activities=["cuda"])])
+    with pytest.raises(HookError, match=r"ProfilerHook activities: cuda cannot be profiled on "
+                                        r"this machine \(it can: cpu\)"):
+        runner.train()
+    assert runner.iter == 0

@@ -94,3 +94,34 @@ def test_a_negative_warmup_is_a_config_error():
 
     with pytest.raises(ConfigError, match="warmup must be an int >= 0"):
         LayerProfiler(nn.Linear(2, 2), warmup=-1)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"types": ["Linear"]}, r"types must be nn.Module classes \(nn.Linear, or a list of them\)"),
+    ({"types": [nn.Linear, int]}, "types must be nn.Module classes"),
+    ({"device": "tpu"}, "device must be 'cpu', 'cuda' or 'cuda:N', got 'tpu'"),
+])
+def test_layer_profiler_mistakes_are_config_errors_before_any_hook(options, message):
+    from hookline.core import ConfigError  # noqa: PLC0415
+
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    with pytest.raises(ConfigError, match=message):
+        LayerProfiler(net, **options)
+    assert hook_state(net) == hook_state(nn.Sequential(nn.Linear(4, 4), nn.ReLU()))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
+def test_layer_profiler_on_cuda_without_a_gpu_is_a_config_error():
+    from hookline.core import ConfigError  # noqa: PLC0415
+
+    with pytest.raises(ConfigError, match="this machine has no CUDA device"):
+        LayerProfiler(nn.Linear(2, 2), device="cuda:0")
+
+
+def test_one_module_class_and_warmup_0_times_every_call():
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    with LayerProfiler(net, types=nn.Linear) as prof:  # one class, not a list
+        net[0](torch.zeros(1, 4))  # before the model's first call: timed too (warmup=0)
+        net(torch.zeros(1, 4))
+    calls = {layer.name: layer.calls for layer in prof.report()}
+    assert calls == {"0": 2, "2": 1}

@@ -54,6 +54,19 @@ def _activities(spec: Sequence[Any] | None) -> list[ProfilerActivity] | None:
     return out
 
 
+def _check_supported(activities: Sequence[ProfilerActivity]) -> None:
+    """Activities this machine cannot profile (CUDA without a GPU) are one ConfigError before
+    training; torch would fail at the first profiled step, inside the run. Checked when the
+    run starts, so that a GPU config still builds on a CPU machine (``hookline hooks``)."""
+    supported = set(torch.profiler.supported_activities())
+    missing = [a for a in activities if a not in supported]
+    if missing:
+        names = ", ".join(a.name.lower() for a in missing)
+        raise ConfigError(f"ProfilerHook activities: {names} cannot be profiled on this machine "
+                          f"(it can: {', '.join(sorted(a.name.lower() for a in supported))}); "
+                          "leave activities out to profile what the run uses")
+
+
 @HOOKS.register()
 class ProfilerHook(Hook):
     """Profiles training iterations with ``torch.profiler`` and writes one trace per cycle.
@@ -136,6 +149,7 @@ class ProfilerHook(Hook):
             activities = [ProfilerActivity.CPU]
             if runner.device.type == "cuda" and torch.cuda.is_available():
                 activities.append(ProfilerActivity.CUDA)
+        _check_supported(activities)
         handler = torch.profiler.tensorboard_trace_handler(
             str(out_dir), worker_name=f"rank{runner.rank}")
 

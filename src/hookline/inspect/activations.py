@@ -234,10 +234,16 @@ class ActivationStats(HookTool):
             return torch.empty(0)
         return self._samples[name].float().cpu()
 
+    def latest_samples(self) -> dict[str, torch.Tensor]:
+        """:meth:`sample` of every layer that kept values, in layer order (what
+        ``plot_activation_histograms`` draws)."""
+        return {name: self.sample(name) for name in self._bounds if name in self._samples}
+
     def reset(self) -> None:
-        """Forget the statistics and alerts gathered so far (the step count stays)."""
+        """Forget the statistics and alerts gathered so far (the step count stays). The
+        latest samples stay: they are the last call's values, for a histogram after training
+        (a logging hook resets at every log step)."""
         self._totals.clear()
-        self._samples.clear()
         self._pending.clear()
         self._alerts.clear()
 

@@ -138,7 +138,7 @@ def plot_activation_histograms(stats: ActivationStats | Mapping[str, torch.Tenso
     """
     if isinstance(stats, ActivationStats):
         report = stats.report()
-        samples = {n: stats.sample(n) for n in report}
+        samples = stats.latest_samples()  # kept across the resets of a logging hook
     elif isinstance(stats, Mapping):
         report = {}
         samples = {n: torch.as_tensor(v).detach().float().reshape(-1).cpu() for n, v in stats.items()}
@@ -146,7 +146,8 @@ def plot_activation_histograms(stats: ActivationStats | Mapping[str, torch.Tenso
         raise ConfigError(f"expected ActivationStats or a dict of tensors, got {type(stats).__name__}")
     samples = {n: v for n, v in samples.items() if v.numel()}
     if not samples:
-        raise ConfigError("no activations to plot: run a forward pass first")
+        raise ConfigError("no activations to plot: run a forward pass first (with samples > 0 "
+                          "for ActivationStats)")
     rows, ncols = _grid(len(samples), cols)
     fig = new_figure(3.2 * ncols, 2.6 * rows)
     for i, (name, values) in enumerate(samples.items()):

@@ -61,6 +61,29 @@ class LayerTime:
         return self.total_ms / self.calls if self.calls else 0.0
 
 
+def _module_classes(types: Any) -> tuple[type[nn.Module], ...]:
+    """``types`` as a tuple of ``nn.Module`` classes (one class alone is fine)."""
+    classes = (types,) if isinstance(types, type) else tuple(types) \
+        if isinstance(types, (list, tuple, set)) else None
+    if not classes or not all(isinstance(c, type) and issubclass(c, nn.Module) for c in classes):
+        raise ConfigError(f"types must be nn.Module classes (nn.Linear, or a list of them), "
+                          f"got {types!r}")
+    return classes
+
+
+def _timing_device(device: Any) -> torch.device:
+    """The device to time on; one this machine does not have is a ConfigError."""
+    try:
+        found = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}") from None
+    if found.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device {device!r}: this machine has no CUDA device")
+    if found.type not in ("cpu", "cuda"):
+        raise ConfigError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    return found
+
+
 class LayerProfiler(HookTool):
     """Times every leaf module's forward (or every module of ``types``), aggregated over calls.
 
@@ -86,13 +109,14 @@ class LayerProfiler(HookTool):
         if types is None:
             targets = [(n, m) for n, m in model.named_modules() if next(m.children(), None) is None]
         else:
-            targets = [(n, m) for n, m in model.named_modules() if isinstance(m, tuple(types))]
+            classes = _module_classes(types)
+            targets = [(n, m) for n, m in model.named_modules() if isinstance(m, classes)]
             if not targets:
                 raise ConfigError(f"{type(model).__name__} has no module of types {types!r}")
         if device is None:
             first = next(iter(model.parameters()), None)
             device = first.device if first is not None else "cpu"
-        self.device = torch.device(device)
+        self.device = _timing_device(device)
         self._events = self.device.type == "cuda" and not synchronize
         self._sync = self.device.type == "cuda" and synchronize
         self.model = model
@@ -130,7 +154,7 @@ class LayerProfiler(HookTool):
             if not starts:
                 return
             start = starts.pop()
-            if self._model_calls <= self.warmup:  # a warm-up call: not timed
+            if self.warmup and self._model_calls <= self.warmup:  # a warm-up call: not timed
                 return
             if self._events:
                 self._pending.append((name, start, end))
