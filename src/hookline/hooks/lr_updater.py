@@ -26,7 +26,6 @@ from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS, PARAM_SCHEDULERS
 
 from .lr_updater_mmcv import MmcvLrSchedule
-from .lr_updater_mmcv import anneal as _anneal  # noqa: F401  (param_scheduler's import)
 from .updater_lengths import needs_run_length, run_length, warmup_iterations
 
 if TYPE_CHECKING:

@@ -19,7 +19,8 @@ overrides ``get_lr``, ``get_warmup_lr`` or ``get_regular_lr`` (a subclass of
 a per-policy class such as ``CosineAnnealingLrUpdaterHook`` that overrides
 only ``get_warmup_lr`` keeps that policy's mmcv ``get_lr``); otherwise it
 runs its torch schedulers. Such a hook, like every mmcv hook, receives the
-Runner's mmcv view as ``runner`` (``runner.data_loader``, ``runner.epoch`` ...),
+Runner's mmcv view as ``runner`` (``runner.data_loader``, ``runner.epoch`` ...;
+``hookline.compat.mmcv`` installs it, the Runner itself without that import),
 has mmcv's attributes (``base_lr``, ``regular_lr``, ``warmup_iters``,
 ``warmup_ratio``, ``warmup_epochs``, and its policy's arguments such as
 ``min_lr_ratio``), runs at mmcv's ``lr_config`` priority ``VERY_HIGH`` unless
@@ -39,6 +40,7 @@ Example::
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -255,14 +257,16 @@ class MmcvLrSchedule(Hook):
             hidden = [s for s in _MMCV_STAGES if getattr(cls, s) is getattr(MmcvLrSchedule, s)]
         return [s for s in super().triggered_stages() if s not in hidden]
 
+    #: wraps a stage call so that it gets mmcv's view of the Runner: set by
+    #: ``hookline.compat.mmcv`` when it is imported (as ported code imports it); this layer
+    #: does not import that one. None: the stages get the Runner itself
+    stage_wrapper: ClassVar[Callable[[StageMethod, Any, str], StageMethod] | None] = None
+
     def stage_callable(self, stage: str) -> StageMethod:
         """With mmcv's algorithm, stages get the Runner's mmcv view, as mmcv hooks do."""
         call = super().stage_callable(stage)
-        if not self.mmcv_driven:
-            return call
-        from hookline.compat.mmcv.runner.hooks.hook import MmcvCall  # noqa: PLC0415  (compat layer)
-
-        return MmcvCall(call, self, stage)
+        wrap = MmcvLrSchedule.stage_wrapper
+        return wrap(call, self, stage) if self.mmcv_driven and wrap is not None else call
 
 
 def _depth(cls: type) -> int:

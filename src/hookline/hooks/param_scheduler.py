@@ -26,7 +26,8 @@ from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 from hookline.engine.schedule_length import SchedulerSteps, check_run_length
 
-from .lr_updater import MOMENTUM_POLICIES, LrUpdaterHook, _anneal, _UpdaterBase
+from .lr_updater import MOMENTUM_POLICIES, LrUpdaterHook, _UpdaterBase
+from .lr_updater_mmcv import anneal
 from .updater_lengths import needs_run_length, run_length
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ class MomentumUpdaterHook(_UpdaterBase):
         if self.policy in ("cosine", "linear"):
             target = base * a["min_momentum_ratio"] if a["min_momentum_ratio"] is not None \
                 else (a["min_momentum"] or 0.0)
-            return _anneal("cos" if self.policy == "cosine" else "linear", base, target,
+            return anneal("cos" if self.policy == "cosine" else "linear", base, target,
                            min(progress, self._total) / self._total)
         return self._onecycle(progress)
 
@@ -238,7 +239,7 @@ class MomentumUpdaterHook(_UpdaterBase):
         start = 0.0
         for i, (end, begin_value, end_value) in enumerate(phases):
             if step <= end or i == len(phases) - 1:
-                return _anneal(a["anneal_strategy"], begin_value, end_value,
+                return anneal(a["anneal_strategy"], begin_value, end_value,
                                (step - start) / (end - start))
             start = end
         raise AssertionError("unreachable")  # pragma: no cover

@@ -19,16 +19,18 @@ from hookline.hooks import (
     LrUpdaterHook,
     MomentumUpdaterHook,
 )
+from hookline.hooks.lr_updater_mmcv import MmcvLrSchedule
 from hookline.hooks.param_scheduler import MMCV_MOMENTUM_HOOKS, MMCV_POLICY_HOOKS
 
 from .adapters import CheckpointHook, DistEvalHook, EvalHook, SyncBuffersHook
 from .closure import ClosureHook
 from .ema import EMAHook
-from .hook import HOOKS, Hook
+from .hook import HOOKS, Hook, MmcvCall
 from .iter_timer import IterTimerHook
 from .logger import LoggerHook, TextLoggerHook
 from .optimizer import Fp16OptimizerHook, GradientCumulativeOptimizerHook, OptimizerHook
 
+MmcvLrSchedule.stage_wrapper = MmcvCall  # LrUpdaterHook policies (get_lr) get the mmcv view
 HOOKS.add_builtins({cls.__name__: cls for cls in (
     CheckpointHook, ClosureHook, DistEvalHook, DistSamplerSeedHook, EMAHook, EmptyCacheHook,
     EvalHook, Fp16OptimizerHook, GradientCumulativeOptimizerHook, IterTimerHook, LrUpdaterHook,
