@@ -57,6 +57,11 @@ class RunnerCheckpoints:
     _load_from: str | os.PathLike[str] | None
     _loaded: bool
 
+    @property
+    def resume_from(self) -> str | os.PathLike[str] | None:
+        """What this Runner resumes (its ``resume=``: ``"auto"`` or a path), or None."""
+        return self._resume
+
     def save_checkpoint(self, path: str | Path, filename: str | None = None,
                         file_client_args: Any = None, *, save_optimizer: bool = True,
                         save_param_scheduler: bool | None = None,

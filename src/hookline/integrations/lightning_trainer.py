@@ -277,7 +277,7 @@ class LightningTrainer(TrainerAttributes, Hook):
         self.progress_bar_metrics.clear()
 
     def after_load_checkpoint(self, runner: Runner, checkpoint: dict[str, Any]) -> None:
-        self.resumed = getattr(runner, "_resume", None) is not None  # not for load_from=
+        self.resumed = getattr(runner, "resume_from", None) is not None  # not for load_from=
 
     def before_train(self, runner: Runner) -> None:
         self._mode("fit", "train")

@@ -147,7 +147,7 @@ class TrainerAttributes:
         ``ckpt_path`` would not)."""
         if not self.resumed:
             return None
-        resume = getattr(self.runner, "_resume", None)  # the Runner's resume= argument
+        resume = getattr(self.runner, "resume_from", None)  # the Runner's resume= argument
         return None if resume is None else str(resume)
 
     def offers(self) -> list[str]:

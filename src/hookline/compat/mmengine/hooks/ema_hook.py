@@ -116,7 +116,7 @@ class EMAHook(Hook):
         self._swap_ema_state_dict(checkpoint)
 
     def after_load_checkpoint(self, runner: Any, checkpoint: dict[str, Any]) -> None:
-        resuming = bool(getattr(runner, "_resume", False))
+        resuming = getattr(runner, "resume_from", None) is not None
         if "ema_state_dict" in checkpoint and resuming:
             self._swap_ema_state_dict(checkpoint)
             self.ema_model.load_state_dict(checkpoint["ema_state_dict"], strict=self.strict_load)

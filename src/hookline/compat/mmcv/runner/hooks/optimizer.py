@@ -165,12 +165,13 @@ class GradientCumulativeOptimizerHook(OptimizerHook):
                               "without a length and max_epochs): train with max_iters")
         if runner.iter % self.cumulative_iters != 0:
             runner.logger.warning(
-                "Resume iter number is not divisible by cumulative_iters in "
-                "GradientCumulativeOptimizerHook, which means the gradient of some iters is "
-                "lost and the result may be influenced slightly.")
+                "%s: the run resumes at iteration %d, inside a group of %d: the gradients the "
+                "group had gathered before the checkpoint are not in it",
+                type(self).__name__, runner.iter, self.cumulative_iters)
         if self.has_batch_norm(runner.model) and self.cumulative_iters > 1:
-            runner.logger.warning("GradientCumulativeOptimizerHook may slightly decrease "
-                                  "performance if the model has BatchNorm layers.")
+            runner.logger.warning("%s: BatchNorm layers see each batch alone, not the "
+                                  "accumulated group: results can differ a little from one "
+                                  "big batch", type(self).__name__)
         self.divisible_iters = max_iters // self.cumulative_iters * self.cumulative_iters
         self.remainder_iters = max_iters - self.divisible_iters
         self.initialized = True
@@ -182,9 +183,9 @@ class GradientCumulativeOptimizerHook(OptimizerHook):
             return self.cumulative_iters
         if runner.iter == runner.max_iters - self.remainder_iters:
             runner.logger.warning(
-                f"Loss will be divided by {self.remainder_iters} in the last "
-                f"{self.remainder_iters} iterations because they are not enough for "
-                f"{self.cumulative_iters} cumulative_iters.")
+                "%s: the last %d iterations make a shorter group than %d: their loss is divided "
+                "by %d", type(self).__name__, self.remainder_iters, self.cumulative_iters,
+                self.remainder_iters)
         return self.remainder_iters
 
     def after_train_iter(self, runner: Any) -> None:
