@@ -188,18 +188,18 @@ def changed_settings(saved: Any, current: Any, prefix: str = "") -> list[str]:
     if "param_groups" not in saved:  # several optimizers by name
         return [line for name in saved if name in current
                 for line in changed_settings(saved[name], current[name], f"{name}: ")]
-    found: list[str] = []
+    found: dict[str, str] = {}  # the first group where a setting differs names it
     for index, (theirs, ours) in enumerate(zip(saved["param_groups"], current["param_groups"])):
         group = f" (group {index})" if len(current["param_groups"]) > 1 else ""
-        for key in sorted(set(theirs) & set(ours) - {"params", "initial_lr"}):
+        for key in sorted(set(theirs) & set(ours) - {"params", "initial_lr"} - set(found)):
             if key == "lr" and "initial_lr" in theirs and "initial_lr" in ours:
                 was, now = theirs["initial_lr"], ours["initial_lr"]
             else:
                 was, now = theirs[key], ours[key]
             if isinstance(now, (int, float, tuple, list)) and not isinstance(now, bool) \
-                    and was != now and f"{prefix}{key}" not in {f.split(" ")[0] for f in found}:
-                found.append(f"{prefix}{key} {was} (not {now}){group}")
-    return found[:4]
+                    and was != now:
+                found[key] = f"{prefix}{key} {was} (not {now}){group}"
+    return list(found.values())[:4]
 
 
 #: what :func:`collect` puts in a checkpoint besides ``meta`` and ``hooks`` (tensors already)
