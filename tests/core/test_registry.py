@@ -255,6 +255,8 @@ def test_tree_construction_errors_are_config_errors():
         root.register_module(force="yes")
     with pytest.raises(ConfigError, match="only callables"):
         root.register_module(module=3)
+    with pytest.raises(ConfigError, match=r"write @register_module\(\) with parentheses"):
+        root.register_module(type("Bare", (), {}))  # @root.register_module, no parentheses
 
 
 def test_a_bare_name_built_with_another_scopes_arguments_names_that_scope():

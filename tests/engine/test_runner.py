@@ -408,3 +408,22 @@ def test_arguments_of_other_runners_and_typos_are_one_error_naming_what_to_pass(
     with pytest.raises(ConfigError, match=re.escape(message)):
         Runner(torch.nn.Linear(2, 2), work_dir=tmp_path / "run", **kwargs)
     assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+def test_a_hook_doing_a_default_hooks_job_is_warned_about(tmp_path, capsys):
+    from hookline.hooks import CheckpointHook, LoggerHook, TextLoggerHook
+
+    def warned() -> list[str]:
+        return [line for line in capsys.readouterr().out.splitlines() if "both will run" in line]
+
+    runner = make_runner(tmp_path, max_epochs=1,
+                         hooks=[CheckpointHook(interval=2), TextLoggerHook(), Recorder()])
+    first = warned()
+    assert len(first) == 2
+    assert "WARNING" in first[0] and "default_hooks={'checkpoint': None}" in first[0]
+    assert "TextLoggerHook" in first[1] and "'logger'" in first[1]
+    runner.register_hook(LoggerHook(interval=3))  # added later: warned too
+    assert len(warned()) == 1
+    make_runner(tmp_path / "b", max_epochs=1, hooks=[CheckpointHook(interval=2)],
+                default_hooks={"checkpoint": None, "logger": {"type": "TextLoggerHook"}})
+    assert warned() == []

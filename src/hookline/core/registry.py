@@ -247,8 +247,10 @@ class Registry:
         elif isinstance(name, Sequence) and all(isinstance(n, str) for n in name):
             names = list(name)
         else:
+            bare = (" (as a decorator, write @register_module() with parentheses)"
+                    if isinstance(name, type) else "")
             raise ConfigError(f"register_module name must be None, a str or a list of str, "
-                              f"got {name!r}")
+                              f"got {name!r}{bare}")
 
         def apply(target: Any) -> Any:
             if not callable(target):

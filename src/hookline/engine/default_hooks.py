@@ -89,3 +89,24 @@ def default_hook_specs(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
             value = {**known[key], **value}
         specs[key] = value
     return {key: spec for key, spec in specs.items() if spec is not None}
+
+
+def duplicated_default(hook: Hook, defaults: Mapping[str, Hook]) -> str | None:
+    """The ``default_hooks`` key of a default hook that ``hook`` does the same job as
+    (one is an instance of the other's class), or None.
+
+    A ported config that lists its own ``CheckpointHook`` or ``TextLoggerHook``
+    next to the defaults runs both: two checkpoints per epoch, every log line
+    twice. The Runner warns when such a hook is added::
+
+        >>> from hookline.hooks import CheckpointHook, LoggerHook
+        >>> duplicated_default(CheckpointHook(interval=2), {"logger": LoggerHook(),
+        ...                                                "checkpoint": CheckpointHook()})
+        'checkpoint'
+    """
+    for key, default in defaults.items():
+        if default is hook or type(default) is Hook or type(hook) is Hook:
+            continue
+        if isinstance(hook, type(default)) or isinstance(default, type(hook)):
+            return key
+    return None

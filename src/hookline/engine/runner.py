@@ -40,7 +40,7 @@ from .checks import positive_int
 from .closure_hook import ClosureHook
 from .config_dict import ConfigDict, plain_arguments
 from .data import build_dataloader, loader_length
-from .default_hooks import default_hook_specs
+from .default_hooks import default_hook_specs, duplicated_default
 from .environment import release_at_exit, resolve_device, seed_everything
 from .evaluator import build_metrics
 from .hook import Hook
@@ -240,6 +240,14 @@ class Runner(RunnerAttributes, RunnerCheckpoints):
             instance = hook
         # a Keras or Lightning callback (given or built from a config) runs through its adapter
         instance = adapt_hook(instance, self)
+        twin = None if _default_key is not None else duplicated_default(instance,
+                                                                         self.hooks.by_key())
+        if twin is not None:
+            self.logger.warning(
+                "%s is added next to the default %r hook, and both will run (e.g. two "
+                "checkpoints or two log lines each time); pass default_hooks={%r: None} to "
+                "keep only yours, or configure the default one with default_hooks={%r: {...}}",
+                type(instance).__name__, twin, twin, twin)
         return self.hooks.add(instance, priority, is_default=_default_key is not None,
                               key=_default_key)
 

@@ -51,3 +51,20 @@ def test_utils_and_top_level_names(tmp_path):
     allreduce_params(params)
     allreduce_grads(params)
     assert params[0].tolist() == [1.0, 1.0]
+
+
+def test_mmcv_accepts_its_deprecated_bare_register_module_decorator():
+    """mmcv 1.x registers ``@HOOKS.register_module`` (no parentheses) with a warning."""
+    from hookline.compat.mmcv.runner import HOOKS, Hook
+
+    with pytest.warns(DeprecationWarning, match="without parentheses"):
+        @HOOKS.register_module
+        class BareDecoratedHook(Hook):
+            def after_train_iter(self, runner):
+                runner.seen = True
+
+    assert type(HOOKS.build({"type": "BareDecoratedHook"})) is BareDecoratedHook
+    other = Registry("layer", scope="mmcv_bare_test")
+    with pytest.warns(DeprecationWarning):
+        other.register_module(type("Plain", (), {}), force=True)
+    assert other.get("Plain").__name__ == "Plain"

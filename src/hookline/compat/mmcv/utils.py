@@ -1,7 +1,8 @@
 """``mmcv.utils``: mmcv 1.x's ``Registry``, type checks, logging and progress helpers.
 
-mmcv's ``Registry(name, build_func=None, parent=None, scope=None)`` is the
-same class as MMEngine's here (scope inferred from the creating package).
+mmcv's ``Registry(name, build_func=None, parent=None, scope=None)`` is
+MMEngine's here (scope inferred from the creating package), plus mmcv 1.x's
+deprecated bare decorator ``@REG.register_module`` (no parentheses).
 
 Example::
 
@@ -18,11 +19,13 @@ Example::
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any
 
 from ..mmengine.config import Config, ConfigDict
 from ..mmengine.logging import print_log
-from ..mmengine.registry import Registry, build_from_cfg
+from ..mmengine.registry import Registry as _MMEngineRegistry
+from ..mmengine.registry import build_from_cfg
 from ..mmengine.utils import (
     TORCH_VERSION,
     ProgressBar,
@@ -60,6 +63,33 @@ def is_jit_tracing() -> bool:
 
     tracing: Any = torch.jit.is_tracing
     return bool(tracing())
+
+
+class Registry(_MMEngineRegistry):
+    """mmcv 1.x's ``Registry``: MMEngine's, and mmcv's old bare decorator.
+
+    mmcv 1.x still accepts ``@HOOKS.register_module`` without parentheses
+    (registering the class under its own name, with a ``DeprecationWarning``);
+    MMEngine refuses it. Ported mmcv code keeps working::
+
+        >>> import warnings
+        >>> LAYERS = Registry("layer", scope="toycv_old")
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", DeprecationWarning)
+        ...     @LAYERS.register_module
+        ...     class Old:
+        ...         pass
+        >>> type(LAYERS.build(dict(type="Old"))).__name__
+        'Old'
+    """
+
+    def register_module(self, name: Any = None, force: bool = False, module: Any = None) -> Any:
+        if isinstance(name, type):
+            warnings.warn(f"@{self.name}.register_module without parentheses is mmcv 1.x's "
+                          f"deprecated form; write @register_module()", DeprecationWarning,
+                          stacklevel=2)
+            return super().register_module(force=force, module=name)
+        return super().register_module(name, force=force, module=module)
 
 
 def deprecated_api_warning(name_dict: dict[str, str], cls_name: str | None = None) -> Any:
