@@ -131,6 +131,9 @@ def test_iteration_run_and_standalone_test(tmp_path: Path) -> None:
     assert all("eta: " in line and "loss: " in line for line in lines)
     # validation every len(train_dataloader) = 8 iterations and at the end
     assert [r["iter"] for r in records(tmp_path, "val")] == [8, 12]
+    # the whole iteration-based run is one epoch, in train and val records alike
+    assert {r["epoch"] for r in records(tmp_path)} == {1}
+    assert {r["epoch"] for r in records(tmp_path, "val")} == {1}
     assert train_lines(tmp_path, "(val)")[0].startswith("Iter(val) [4/4]  loss: ")
     runner.test()
     assert train_lines(tmp_path, "(test)")[-1].startswith("Iter(test) [3/3]  loss: ")

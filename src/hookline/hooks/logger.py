@@ -313,7 +313,9 @@ class LoggerHook(Hook):
         tag = [f"({str(weights).upper()} weights)"] if named else []  # e.g. "(EMA weights)"
         log_queued(runner.logger, logging.INFO,
                    "  ".join([where, *tag] + [f"{k}: {_fmt(v)}" for k, v in ordered.items()]))
-        record: dict[str, Any] = {"mode": mode, "epoch": runner.epoch, "iter": runner.iter}
+        # an iteration-based run is one epoch: its val records say 1, as its train records do
+        epoch = runner.epoch if runner.by_epoch else runner.epoch + 1
+        record: dict[str, Any] = {"mode": mode, "epoch": epoch, "iter": runner.iter}
         if named:
             record["weights"] = weights
         self._write(runner, {**record, **ordered})
