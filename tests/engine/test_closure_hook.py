@@ -92,7 +92,7 @@ def test_an_error_in_fn_is_a_hook_error_naming_fn_and_the_stage():
     assert info.value.hook is boom and isinstance(info.value.__cause__, ValueError)
 
 
-def test_an_error_in_when_is_a_hook_error_naming_fn():
+def test_an_error_in_when_is_a_hook_error_naming_when():
     def fn(runner, **kwargs):
         pass
 
@@ -100,7 +100,7 @@ def test_an_error_in_when_is_a_hook_error_naming_fn():
         raise KeyError("no such metric")
 
     hook = ClosureHook("after_val_epoch", fn, when=when)
-    with pytest.raises(HookError, match="fn failed at after_val_epoch") as info:
+    with pytest.raises(HookError, match="when failed at after_val_epoch") as info:
         hook.after_val_epoch(None, metrics={})
     assert isinstance(info.value.__cause__, KeyError)
 
@@ -111,6 +111,11 @@ def test_an_error_in_when_is_a_hook_error_naming_fn():
     ({"every": 0}, "every must be an int >= 1"),
     ({"once": "yes"}, "once must be True or False"),
     ({"when": 1}, "when must be a callable"),
+    ({"once": 5}, r"at call number 5, pass every=5, once=True"),
+    ({"stage": ["after_train_epoch", "after_train"]}, "register it once per stage"),
+    ({"stage": "ITERATION_COMPLETED"}, "Ignite's ITERATION_COMPLETED is the stage 'after_train_iter'"),
+    ({"fn": lambda runner, step: None}, "requires 'step', which after_train_iter does not pass"),
+    ({"when": lambda runner, epoch: True}, "when .* requires 'epoch'"),
     ({"priority": "urgent"}, "invalid priority"),
 ])
 def test_bad_arguments_are_config_errors(kwargs, message):
@@ -171,3 +176,31 @@ def test_state_dict_round_trip_keeps_a_finished_once_hook_finished():
     fresh.load_state_dict(hook.state_dict())
     fresh.after_train_epoch("again")
     assert seen == ["first"] and fresh.done
+
+
+def test_fn_and_when_get_only_the_arguments_they_name_as_ignite_handlers_do(tmp_path):
+    """Ignite's handlers take ``engine`` alone or nothing; fitted once, at registration."""
+    data = TensorDataset(torch.randn(16, 3), torch.randint(0, 2, (16,)))
+    runner = Runner(torch.nn.Linear(3, 2), optimizer={"type": "SGD", "lr": 0.1},
+                    loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=2, work_dir=tmp_path,
+                    train_dataloader=DataLoader(data, batch_size=4),
+                    default_hooks={"logger": None, "checkpoint": None, "progress": None})
+    seen: list = []
+    runner.on("after_train_iter", lambda engine: seen.append(("iter", engine.iter)), every=4)
+    runner.on("after_train_epoch", lambda: seen.append("epoch"))
+    runner.on("after_train_iter", lambda batch_idx: seen.append(("batch", batch_idx)),
+              when=lambda runner: runner.iter == 5)
+    runner.on("after_train_iter", lambda runner, outputs: seen.append(sorted(outputs)), once=True)
+    runner.train()
+    assert seen == [["loss"], ("iter", 3), "epoch", ("batch", 1), ("iter", 7), "epoch"]
+
+
+def test_call_hook_with_an_unknown_stage_is_a_config_error(tmp_path):
+    data = TensorDataset(torch.randn(4, 3), torch.randint(0, 2, (4,)))
+    runner = Runner(torch.nn.Linear(3, 2), optimizer={"type": "SGD", "lr": 0.1},
+                    loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=1, work_dir=tmp_path,
+                    train_dataloader=DataLoader(data, batch_size=4))
+    with pytest.raises(ConfigError, match="unknown Runner stage 'backward_started'"):
+        runner.call_hook("backward_started")
+    with pytest.raises(ConfigError, match="did you mean 'after_train_epoch'"):
+        runner.call_hook("after_train_epch")

@@ -11,6 +11,7 @@ Example::
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from hookline.core import ConfigError, HookError, HookHandle, Priority
 from hookline.core.event import check_options, filtered
 from hookline.core.priority import PriorityLike
 
-from .hook import STAGES, Hook
+from .hook import STAGE_KWARGS, STAGES, Hook
 from .registries import HOOKS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,6 +31,81 @@ def _fn_name(fn: Callable[..., Any]) -> str:
     return getattr(target, "__qualname__", None) or type(target).__qualname__
 
 
+#: Ignite's event names, for the error a ported ``runner.on(Events.X, ...)`` gets
+IGNITE_EVENTS = {"STARTED": "before_train", "EPOCH_STARTED": "before_train_epoch",
+                 "ITERATION_STARTED": "before_train_iter",
+                 "ITERATION_COMPLETED": "after_train_iter",
+                 "EPOCH_COMPLETED": "after_train_epoch", "COMPLETED": "after_train",
+                 "EXCEPTION_RAISED": "on_exception"}
+
+
+def _stage_name(stage: Any) -> str:
+    """``stage`` checked: one Runner stage name, or one :class:`ConfigError` saying what to pass."""
+    if isinstance(stage, str) and stage in STAGES:
+        return stage
+    if isinstance(stage, (list, tuple, set, frozenset)):
+        raise ConfigError(f"a function runs at one Runner stage, got {stage!r}: register it once "
+                          "per stage (runner.on(stage, fn) for each)")
+    ignite = str(getattr(stage, "name", stage)).rsplit(".", 1)[-1].upper()
+    if ignite in IGNITE_EVENTS:
+        raise ConfigError(f"unknown Runner stage {stage!r}: Ignite's {ignite} is the stage "
+                          f"{IGNITE_EVENTS[ignite]!r}")
+    raise ConfigError.unknown("Runner stage", stage, STAGES)
+
+
+def fit_to_stage(fn: Callable[..., Any], stage: str, role: str) -> Callable[..., Any]:
+    """``fn`` as ``call(runner, **stage_kwargs)``: ``fn`` itself when it takes them all, else
+    a wrapper passing what its signature names, checked once, here (Ignite's handlers take
+    ``engine`` alone or nothing; a Runner stage passes ``runner`` and keywords).
+
+        >>> call = fit_to_stage(lambda runner: runner, "after_train_iter", "fn")
+        >>> call("the runner", batch_idx=0, data_batch=None, outputs={})
+        'the runner'
+        >>> fit_to_stage(lambda runner, step: 0, "after_train_iter", "fn")
+        Traceback (most recent call last):
+        ...
+        hookline.core.errors.ConfigError: fn <lambda> requires 'step', which after_train_iter ...
+    """
+    expected = STAGE_KWARGS.get(stage, ())
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # no signature to read (some builtins): call it as given
+        return fn
+    # the first positional parameter gets the runner, unless it is named for a stage argument
+    takes_runner = bool(params) and params[0].kind in (
+        params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD, params[0].VAR_POSITIONAL
+    ) and not (params[0].kind is params[0].POSITIONAL_OR_KEYWORD and params[0].name in expected)
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return fn if takes_runner else lambda runner, **kwargs: fn(**kwargs)
+    rest = params[1:] if takes_runner else params
+    required = [p.name for p in rest if p.default is p.empty and p.name not in expected
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if required:
+        passes = f"runner, then {', '.join(expected)} by keyword" if expected else "runner only"
+        raise ConfigError(f"{role} {_fn_name(fn)} requires {', '.join(map(repr, required))}, "
+                          f"which {stage} does not pass: it passes {passes} (rename the "
+                          "parameters so, or give them defaults)")
+    named = tuple(k for k in expected
+                  if any(p.name == k and p.kind is not p.POSITIONAL_ONLY for p in rest))
+    if takes_runner and named == expected:
+        return fn
+    if not takes_runner:
+        return lambda runner, **kwargs: fn(**{k: kwargs[k] for k in named if k in kwargs})
+    return lambda runner, **kwargs: fn(runner, **{k: kwargs[k] for k in named if k in kwargs})
+
+
+def _blaming(call: Callable[..., bool], when: Callable[..., bool], stage: str
+             ) -> Callable[..., bool]:
+    """``call`` (``when`` fitted to the stage), its failures reported as ``when``'s own
+    (not as the hook function's)."""
+    def checked(runner: Any, **kwargs: Any) -> bool:
+        try:
+            return call(runner, **kwargs)
+        except Exception as exc:
+            raise HookError(when, stage, exc) from exc
+    return checked
+
+
 @HOOKS.register()
 class ClosureHook(Hook):
     """Calls ``fn`` at one ``stage`` with the stage's arguments: ``runner`` first,
@@ -38,17 +114,23 @@ class ClosureHook(Hook):
 
     Args:
         stage: one of the Runner's stages (:data:`hookline.engine.hook.STAGES`).
-        fn: the function; its return value is ignored.
+        fn: the function; its return value is ignored. It may name only some of
+            the stage's keyword arguments (``fn(runner)``), or take none at all
+            (``fn()``, as an Ignite handler may): it gets what it names, checked
+            here; a parameter the stage does not pass is a :class:`ConfigError`.
         priority: a :class:`hookline.core.Priority` name or an int 0..100
             (default NORMAL).
-        every: call ``fn`` on every ``every``-th call of the stage (counted
-            over the whole run, and kept across resume).
+        every: call ``fn`` on every ``every``-th call of the stage, counted by
+            this hook from its registration on, over the whole run (val passes
+            included), and kept across resume. This is not Ignite's ``every``,
+            which tests the engine's iteration number: for that, pass
+            ``when=lambda runner: (runner.iter + 1) % n == 0``.
         once: call ``fn`` once, then stop (kept across resume).
-        when: ``when(runner, **stage_kwargs) -> bool``; ``fn`` runs only when
-            true (checked on the calls ``every`` lets through).
+        when: ``when(runner, **stage_kwargs) -> bool`` (fitted like ``fn``);
+            ``fn`` runs only when true (checked on the calls ``every`` lets through).
 
     An exception in ``fn`` (or ``when``) becomes a :class:`hookline.core.HookError`
-    naming ``fn`` and the stage. :meth:`hookline.Runner.on` is the shortcut.
+    naming that function and the stage. :meth:`hookline.Runner.on` is the shortcut.
 
     Example::
 
@@ -62,11 +144,16 @@ class ClosureHook(Hook):
     def __init__(self, stage: str, fn: Callable[..., Any], *, priority: Any = None,
                  every: int = 1, once: bool = False,
                  when: Callable[..., bool] | None = None) -> None:
-        if stage not in STAGES:
-            raise ConfigError.unknown("Runner stage", stage, STAGES)
+        stage = _stage_name(stage)
         if not callable(fn):
             raise ConfigError(f"ClosureHook fn must be callable, got {fn!r} for stage {stage!r}")
+        if isinstance(once, int) and not isinstance(once, bool):
+            raise ConfigError(f"once must be True or False, got {once!r} (to run once, at call "
+                              f"number {once}, pass every={once}, once=True)")
         check_options(once, every, when)
+        call = fit_to_stage(fn, stage, "fn")
+        checked_when = None if when is None else _blaming(fit_to_stage(when, stage, "when"),
+                                                           when, stage)
         if priority is not None:
             self.priority = Priority.get(priority)
         self.stage = stage
@@ -80,7 +167,7 @@ class ClosureHook(Hook):
         self.done = False
         self.handle: HookHandle | None = None
         gate = (lambda *args, **kwargs: self.calls % every == 0) if every > 1 else None
-        self._call = filtered(fn, once, 1, when, self._finish, gate)
+        self._call = filtered(call, once, 1, checked_when, self._finish, gate)
         # The hook table reads the stage's method by name: this instance's attribute
         # shadows the base class's no-op for the one stage, and only for this hook.
         setattr(self, stage, self._dispatch)

@@ -134,8 +134,12 @@ class HookTable:
 
     # -- dispatch --------------------------------------------------------------------
     def call(self, runner: Runner, stage: str, **kwargs: Any) -> None:
-        """Call ``stage`` on every hook overriding it; a failure becomes :class:`HookError`."""
-        self.callers[stage](runner, **kwargs)
+        """Call ``stage`` on every hook overriding it; a failure becomes :class:`HookError`.
+        An unknown ``stage`` is a :class:`ConfigError` (custom events: ``hookline.core.Event``)."""
+        caller = self.callers.get(stage)
+        if caller is None:
+            raise ConfigError.unknown("Runner stage", stage, STAGES)
+        caller(runner, **kwargs)
 
     def call_on_exception(self, runner: Runner, exception: BaseException,
                           logger: logging.Logger) -> None:

@@ -278,7 +278,8 @@ class Runner(RunnerAttributes, RunnerCheckpoints):
            ) -> HookHandle | Callable[[Callable[..., Any]], HookHandle]:
         """Run a plain function at ``stage``; returns its :class:`HookHandle` (``.remove()``).
 
-        ``fn(runner, **stage_kwargs)`` gets the stage's arguments; ``every``,
+        ``fn(runner, **stage_kwargs)`` gets the stage's arguments (or those it names:
+        ``fn(runner)``, ``fn()``, checked here); ``every``,
         ``once`` and ``when`` filter like everywhere in hookline (see
         :class:`~hookline.engine.closure_hook.ClosureHook`). Without ``fn`` it is a decorator::
 
