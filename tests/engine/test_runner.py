@@ -14,6 +14,7 @@ from torch.utils.data import DataLoader
 from hookline import HOOKS, CheckpointError, ConfigError, Hook, HookError, Priority, Runner
 from hookline.engine.data import EpochSampler
 from hookline.engine.hook import STAGES
+from hookline.hooks import CheckpointHook, LoggerHook, TextLoggerHook
 
 from .toy import Net, dataset, make_runner
 from .toy import make_runner as make_toy_runner
@@ -411,8 +412,6 @@ def test_arguments_of_other_runners_and_typos_are_one_error_naming_what_to_pass(
 
 
 def test_a_hook_doing_a_default_hooks_job_is_warned_about(tmp_path, capsys):
-    from hookline.hooks import CheckpointHook, LoggerHook, TextLoggerHook
-
     def warned() -> list[str]:
         return [line for line in capsys.readouterr().out.splitlines() if "both will run" in line]
 

@@ -17,7 +17,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
 from .errors import ConfigError
@@ -29,10 +29,18 @@ class EventBus:
     """A collection of :class:`Event` objects addressed by name.
 
     With ``events`` given, the bus is strict: using any other name is a
-    :class:`ConfigError` that suggests the closest names.
+    :class:`ConfigError` that suggests the closest names. A mapping of names
+    to argument names (pluggy's hookspecs) also fits each hook to the
+    arguments it names (:mod:`hookline.core.spec`)::
+
+        >>> bus = EventBus({"process": ("data", "config"), "lookup": ("key",)})
+        >>> _ = bus.on("process", lambda config: config["x"])
+        >>> bus.emit("process", data=3, config={"x": 7})
+        [7]
     """
 
-    def __init__(self, events: Iterable[str] | None = None) -> None:
+    def __init__(self, events: Iterable[str] | Mapping[str, Sequence[str] | None] | None = None
+                 ) -> None:
         if isinstance(events, str):  # EventBus("start") would be events 's', 't', 'a', 'r'
             raise ConfigError(f"EventBus takes a list of event names, got the string {events!r}; "
                               f"write EventBus([{events!r}])")
@@ -41,7 +49,8 @@ class EventBus:
         for name in events or ():
             if not isinstance(name, str):
                 raise ConfigError(f"event names must be strings, got {name!r}")
-            self._events[name] = Event(name)
+            self._events[name] = Event(name, events[name] if isinstance(events, Mapping)
+                                       else None)
 
     def _unknown(self, name: str) -> ConfigError:
         return ConfigError.unknown("event", name, self._events)

@@ -34,7 +34,7 @@ import inspect
 import itertools
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 from ._callables import is_coroutine_callable
@@ -42,6 +42,7 @@ from ._emitter import Emitter, build_emitter, refusing
 from .errors import ConfigError, HookError
 from .handles import HookHandle
 from .priority import Priority, PriorityLike
+from .spec import check_spec, fit_to_spec
 
 #: returned by a filtered hook that did not run this time
 SKIP: Any = object()
@@ -129,8 +130,13 @@ def filtered(fn: Callable[..., Any], once: bool, every: int, when: Callable[...,
 
 
 def hook_of(call: Callable[..., Any]) -> Callable[..., Any]:
-    """The user's hook behind a (possibly filtered) call."""
-    fn: Callable[..., Any] = getattr(call, "__hookline_fn__", call)
+    """The user's hook behind a (possibly filtered, possibly spec-fitted) call."""
+    fn: Callable[..., Any] = call
+    for _ in range(4):  # filtered(fit_to_spec(fn)): two wrappers at most
+        inner = getattr(fn, "__hookline_fn__", None)
+        if inner is None:
+            break
+        fn = inner
     return fn
 
 
@@ -182,6 +188,8 @@ class Event:
 
     __slots__ = {
         "name": "The event's name (hook errors name it).",
+        "args": "The argument names its emissions carry (pluggy's hookspec), or None: "
+                "hooks then get every argument as emitted.",
         "emit": "emit(*args, **kwargs) -> list: call every hook with the arguments; return the "
                 "results of those that ran. A function generated for the current hooks.",
         "_entries": None, "_calls": None, "_retired": None, "_seq": None, "_lock": None,
@@ -192,8 +200,10 @@ class Event:
     #: (rebuilt, with the call list, whenever the hooks change)
     emit: Emitter
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, args: Sequence[str] | None = None) -> None:
         self.name = name
+        #: with ``args``, each hook gets the arguments it names (see :mod:`hookline.core.spec`)
+        self.args = None if args is None else check_spec(args, name)
         # Re-entrant: a hook removed by a weakref callback or __del__ that runs inside a
         # locked section (garbage collection) must not deadlock.
         self._lock = threading.RLock()
@@ -235,7 +245,11 @@ class Event:
             raise ConfigError(f"a hook must be callable, got {fn!r} for event {self.name!r}")
         # The remover reads ``entry`` (assigned below) only when it is called.
         handle = HookHandle(lambda: self._remove(entry), fn, self.name)
-        call = filtered(fn, once, every, when, handle.remove, _gate)
+        target = fn
+        if self.args is not None:
+            target = fit_to_spec(fn, self.args, self.name)
+            when = None if when is None else fit_to_spec(when, self.args, self.name, "when")
+        call = filtered(target, once, every, when, handle.remove, _gate)
         with self._lock:
             entry = _Entry(fn, int(level), self._seq, call, handle)
             self._seq += 1

@@ -76,7 +76,7 @@ def fit_to_stage(fn: Callable[..., Any], stage: str, role: str) -> Callable[...,
         params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD, params[0].VAR_POSITIONAL
     ) and not (params[0].kind is params[0].POSITIONAL_OR_KEYWORD and params[0].name in expected)
     if any(p.kind is p.VAR_KEYWORD for p in params):
-        return fn if takes_runner else lambda runner, **kwargs: fn(**kwargs)
+        return fn if takes_runner else lambda _runner, **kwargs: fn(**kwargs)
     rest = params[1:] if takes_runner else params
     required = [p.name for p in rest if p.default is p.empty and p.name not in expected
                 and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
@@ -90,7 +90,7 @@ def fit_to_stage(fn: Callable[..., Any], stage: str, role: str) -> Callable[...,
     if takes_runner and named == expected:
         return fn
     if not takes_runner:
-        return lambda runner, **kwargs: fn(**{k: kwargs[k] for k in named if k in kwargs})
+        return lambda _runner, **kwargs: fn(**{k: kwargs[k] for k in named if k in kwargs})
     return lambda runner, **kwargs: fn(runner, **{k: kwargs[k] for k in named if k in kwargs})
 
 

@@ -14,7 +14,7 @@ from hookline.compat.mmcv.parallel import (
     MMDistributedDataParallel,
     is_module_wrapper,
 )
-from hookline.compat.mmcv.runner import allreduce_grads, allreduce_params, get_dist_info
+from hookline.compat.mmcv.runner import HOOKS, Hook, allreduce_grads, allreduce_params, get_dist_info
 from hookline.compat.mmcv.utils import Registry, deprecated_api_warning, get_logger
 
 
@@ -55,8 +55,6 @@ def test_utils_and_top_level_names(tmp_path):
 
 def test_mmcv_accepts_its_deprecated_bare_register_module_decorator():
     """mmcv 1.x registers ``@HOOKS.register_module`` (no parentheses) with a warning."""
-    from hookline.compat.mmcv.runner import HOOKS, Hook
-
     with pytest.warns(DeprecationWarning, match="without parentheses"):
         @HOOKS.register_module
         class BareDecoratedHook(Hook):
