@@ -71,6 +71,19 @@ def test_training_ending_inside_the_active_window_still_writes(tmp_path: Path) -
     assert len(hook.traces) == 1
     # iterations 2 and 3, then the step opened after the last one (the end-of-training hooks)
     assert steps(trace_events(hook.traces[0])) == [1, 2, 3]
+    log = (tmp_path / "log.txt").read_text(encoding="utf-8")
+    assert "trace of iterations up to 3 written" in log  # the last iteration, not one past it
+
+
+def test_training_ending_as_a_window_opens_writes_no_trace(tmp_path: Path) -> None:
+    """Iteration 4 would be the first recorded one; a 3-iteration run must not write a trace
+    holding only the end-of-training hooks."""
+    hook = ProfilerHook(wait=2, warmup=1, active=2, activities="cpu", row_limit=0)
+    assert hook.profiled_iters() == [4, 5]
+    run(tmp_path, hook, max_iters=3)
+    assert hook.traces == [] and not list((tmp_path / "profiler").glob("*.json"))
+    log = (tmp_path / "log.txt").read_text(encoding="utf-8")
+    assert "training ended before iteration 4, the first of a profiled window" in log
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")

@@ -12,12 +12,12 @@ Example::
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.profiler import ProfilerActivity
+from torch.profiler import ProfilerAction, ProfilerActivity
 
 from hookline.core import ConfigError
 from hookline.engine.checks import boolean, non_negative_int, positive_int
@@ -126,6 +126,11 @@ class ProfilerHook(Hook):
         self.profiler: torch.profiler.profile | None = None
         self.traces: list[Path] = []
         self._steps = 0
+        self._last_iter = 0  # the 1-based iteration the last step() closed
+        self._stopping = False
+        self._schedule: Callable[[int], ProfilerAction] = torch.profiler.schedule(
+            wait=self.wait, warmup=self.warmup, active=self.active, repeat=self.repeat,
+            skip_first=self.skip_first)
 
     def __repr__(self) -> str:
         return (f"ProfilerHook(wait={self.wait}, warmup={self.warmup}, active={self.active}, "
@@ -154,12 +159,17 @@ class ProfilerHook(Hook):
             str(out_dir), worker_name=f"rank{runner.rank}")
 
         def on_trace_ready(prof: torch.profiler.profile) -> None:
+            if self._stopping and not self._recorded_before_stop():  # a window just opened
+                runner.logger.info("ProfilerHook: training ended before iteration %d, the "
+                                   "first of a profiled window: no trace written",
+                                   self._last_iter + 1)
+                return
             before = set(out_dir.glob("*.pt.trace.json*")) if out_dir.is_dir() else set()
             handler(prof)
             new = sorted(set(out_dir.glob("*.pt.trace.json*")) - before)
             self.traces += new
             runner.logger.info("ProfilerHook: trace of iterations up to %d written to %s",
-                               runner.iter + 1, ", ".join(map(str, new)) or out_dir)
+                               self._last_iter, ", ".join(map(str, new)) or out_dir)
             if self.row_limit:
                 sort_by = _DEVICE_SORT if ProfilerActivity.CUDA in activities \
                     else "self_cpu_time_total"
@@ -168,10 +178,7 @@ class ProfilerHook(Hook):
                                                              row_limit=self.row_limit))
 
         self.profiler = torch.profiler.profile(
-            activities=activities,
-            schedule=torch.profiler.schedule(wait=self.wait, warmup=self.warmup,
-                                             active=self.active, repeat=self.repeat,
-                                             skip_first=self.skip_first),
+            activities=activities, schedule=self._schedule,
             on_trace_ready=on_trace_ready, record_shapes=self.record_shapes,
             profile_memory=self.profile_memory, with_stack=self.with_stack,
             with_flops=self.with_flops)
@@ -182,6 +189,7 @@ class ProfilerHook(Hook):
                          outputs: dict | None = None) -> None:
         if self.profiler is None:
             return
+        self._last_iter = runner.iter + 1  # the iteration this step() closes
         with warnings.catch_warnings():
             # each cycle writes its own trace: that per-cycle events are cleared is the point
             warnings.filterwarnings("ignore", message=".*Profiler clears events")
@@ -190,6 +198,14 @@ class ProfilerHook(Hook):
         cycle = self.wait + self.warmup + self.active
         if self.repeat and self._steps >= self.skip_first + cycle * self.repeat:
             self._stop()  # schedule done: no profiler overhead for the rest of the run
+
+    def _recorded_before_stop(self) -> int:
+        """The iterations in the window that ``stop()`` writes a trace for: 0 when the
+        window opened after the last iteration (only the end-of-training hooks in it)."""
+        recorded, step = 0, self._steps - 1
+        while step >= 0 and self._schedule(step) is ProfilerAction.RECORD:
+            recorded, step = recorded + 1, step - 1
+        return recorded
 
     def after_train(self, runner: Runner) -> None:
         self._stop()
@@ -200,4 +216,8 @@ class ProfilerHook(Hook):
     def _stop(self) -> None:
         if self.profiler is not None:
             profiler, self.profiler = self.profiler, None
-            profiler.stop()
+            self._stopping = True
+            try:
+                profiler.stop()
+            finally:
+                self._stopping = False
