@@ -244,3 +244,41 @@ def test_temp_files_of_interrupted_writes_are_removed_when_a_run_starts(tmp_path
     left = sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
     assert left == sorted(others)
     assert "removed 2 unfinished checkpoint write(s)" in (tmp_path / "log.txt").read_text()
+
+
+class SampleModel(torch.nn.Module):
+    """Validation returns data samples (MMEngine's val_step); the metric reports a dict."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.layer(x)
+
+    def training_step(self, batch):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self(x), y)
+
+    def validation_step(self, batch):
+        x, y = batch
+        return [{"right": bool(p == t)} for p, t in zip(self(x).argmax(1), y)]
+
+
+def test_auto_takes_the_first_reported_metric_when_a_metric_reports_under_another_name(tmp_path):
+    """MMEngine's "auto" is the first key validation reports: a metric given as "acc" that
+    reports "accuracy" (MMEngine's Accuracy does) must not stop the run after validation."""
+    def reports_accuracy(samples):
+        return {"accuracy": sum(s["right"] for s in samples) / len(samples)}
+
+    torch.manual_seed(0)
+    runner = Runner(SampleModel(), optimizer={"type": "SGD", "lr": 0.2},
+                    train_dataloader=DataLoader(data(), batch_size=4),
+                    val_dataloader=DataLoader(data(), batch_size=12),
+                    metrics={"acc": reports_accuracy}, max_epochs=2, work_dir=tmp_path,
+                    default_hooks={"logger": None, "progress": None,
+                                   "checkpoint": CheckpointHook(save_best="auto")})
+    runner.train()
+    best = [name for name in pth(tmp_path) if name.startswith("best_")]
+    assert len(best) == 1 and best[0].startswith("best_accuracy_epoch_")
+    assert runner.hooks.by_key()["checkpoint"].best.key == "accuracy"

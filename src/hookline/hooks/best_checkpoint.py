@@ -31,7 +31,9 @@ class BestCheckpoint:
 
     Shared by :class:`CheckpointHook` and :class:`~hookline.hooks.EvalHook`.
     ``save_best`` is a metric name or ``"auto"`` (the first metric the user
-    named, else the first validation result); ``rule`` is ``"greater"`` or
+    named, else the first validation result; and when the first validation
+    reports nothing under the named one, the first it reports other than the
+    loss, as in MMEngine); ``rule`` is ``"greater"`` or
     ``"less"`` and is inferred from the name when None. A name whose rule
     cannot be inferred is a :class:`ConfigError` here, at construction, or
     (for ``"auto"``) before training starts when the metric names are known.
@@ -52,6 +54,7 @@ class BestCheckpoint:
             infer_rule("", rule)  # validates the spelling
         self.owner = owner
         self.key: str | None = None if save_best == "auto" else save_best
+        self._auto = save_best == "auto"
         self._rule_arg = rule
         self.rule: str | None = infer_rule(self.key, rule) if self.key is not None else rule
         self.best_score: float | None = None
@@ -88,6 +91,11 @@ class BestCheckpoint:
             return False
         if self.key is None:
             self._set_key(next(iter(metrics)))
+        elif self._auto and self.best_score is None and self.key not in metrics:
+            # "auto" guessed from the names the run was given, and a metric reports under
+            # other names (MMEngine's Accuracy named "acc" reports "accuracy"): take the
+            # first it reports, as MMEngine does, before anything was recorded under the guess
+            self._set_key(next((k for k in metrics if k != "loss"), next(iter(metrics))))
         key = self.key
         assert key is not None  # set just above
         if key not in metrics:
