@@ -234,13 +234,15 @@ def test_a_previous_best_file_an_interrupted_run_left_is_removed_when_it_resumes
 
 @pytest.mark.parametrize("out_dir", [None, "checkpoints"])
 def test_temp_files_of_interrupted_writes_are_removed_when_a_run_starts(tmp_path, out_dir):
-    folder = tmp_path / out_dir if out_dir else tmp_path
-    folder.mkdir(exist_ok=True)
+    # with out_dir, the files go to out_dir/<the work dir's name>, as in MMEngine
+    folder = tmp_path / out_dir / tmp_path.name if out_dir else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
     ours = [".epoch_3.pth.ab_12cd9.tmp", ".latest.zz9y8x7w.tmp"]
     others = [".notes.txt.ab12cd90.tmp", ".epoch_3.pth.tmp", "epoch_3.pth.ab12cd90.tmp"]
     for name in ours + others:
         (folder / name).write_bytes(b"partial")
-    make_runner(tmp_path, CheckpointHook(out_dir=out_dir and folder), max_epochs=1).train()
+    make_runner(tmp_path, CheckpointHook(out_dir=out_dir and tmp_path / out_dir),
+                max_epochs=1).train()
     left = sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
     assert left == sorted(others)
     assert "removed 2 unfinished checkpoint write(s)" in (tmp_path / "log.txt").read_text()
@@ -282,3 +284,13 @@ def test_auto_takes_the_first_reported_metric_when_a_metric_reports_under_anothe
     best = [name for name in pth(tmp_path) if name.startswith("best_")]
     assert len(best) == 1 and best[0].startswith("best_accuracy_epoch_")
     assert runner.hooks.by_key()["checkpoint"].best.key == "accuracy"
+
+
+def test_out_dir_keeps_each_work_dirs_files_apart_as_mmengine_does(tmp_path):
+    """MMEngine and mmcv write to out_dir/<work_dir's name>: two runs sharing an out_dir
+    never replace each other's checkpoints."""
+    out = tmp_path / "shared"
+    for name in ("run_a", "run_b"):
+        make_runner(tmp_path / name, CheckpointHook(out_dir=out), max_epochs=1).train()
+    assert pth(out / "run_a") == ["epoch_1.pth"] and pth(out / "run_b") == ["epoch_1.pth"]
+    assert pth(tmp_path / "run_a") == []

@@ -64,7 +64,9 @@ class CheckpointHook(Hook):
             passes over the training data (``len(train_dataloader)`` iterations).
         by_epoch: count epochs (files ``epoch_N.pth``) or iterations (``iter_N.pth``).
         save_optimizer: include optimizer, schedulers and scaler (needed to resume).
-        out_dir: folder for the files (default: the run's ``work_dir``).
+        out_dir: the files go to ``out_dir/<the work_dir's name>`` (as in MMEngine
+            and mmcv: runs with different work dirs never share a folder); by
+            default to the run's ``work_dir``.
         max_keep_ckpts: keep only the newest N periodic checkpoints (-1: all);
             the list survives resume, so a resumed run deletes the right files.
         save_last: always save at the end of training.
@@ -106,8 +108,10 @@ class CheckpointHook(Hook):
         self.interval = interval
         self.by_epoch = by_epoch
         self.save_optimizer = save_optimizer
+        #: the folder the files go to: ``out_dir/<work_dir's name>`` once the run starts
         self.out_dir = check_writable_folder(out_dir, "CheckpointHook out_dir") \
             if out_dir is not None else None
+        self._out_root = self.out_dir
         self.max_keep_ckpts = max_keep_ckpts
         self.save_last = save_last
         self.save_best = save_best
@@ -215,6 +219,8 @@ class CheckpointHook(Hook):
 
     def before_run(self, runner: Runner) -> None:
         self._training = False  # a standalone val() saves no best checkpoint
+        if self._out_root is not None:
+            self.out_dir = self._out_root / Path(runner.work_dir).name
 
     def before_train(self, runner: Runner) -> None:
         self._training = True

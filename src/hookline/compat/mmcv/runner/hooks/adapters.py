@@ -63,14 +63,13 @@ class CheckpointHook(_CheckpointHook):
         super().__init__(interval=interval, by_epoch=by_epoch, save_optimizer=save_optimizer,
                          out_dir=out_dir, max_keep_ckpts=max_keep_ckpts, save_last=save_last,
                          filename_tmpl=kwargs.get("filename_tmpl"))
-        self._out_dir_arg = out_dir
 
     def before_run(self, runner: Any) -> None:
-        """mmcv: ``out_dir`` is ``runner.work_dir``, or ``out_dir/<work_dir's name>``."""
-        work_dir = Path(runner.work_dir)
-        self.out_dir = work_dir if self._out_dir_arg is None else \
-            Path(self._out_dir_arg) / work_dir.name
+        """mmcv's ``out_dir`` is ``runner.work_dir`` when not given (the native hook
+        joins a given one with the work dir's name, as mmcv does)."""
         super().before_run(runner)
+        if self.out_dir is None:
+            self.out_dir = Path(runner.work_dir)
 
     def before_train(self, runner: Any) -> None:
         runner_view(runner).settle_meta()  # a resumed run's runner.meta
