@@ -236,3 +236,27 @@ def test_priority_orders_lightning_callbacks_among_themselves(tmp_path):
     runner.register_hook(Order("last", seen), priority="LOW")
     runner.train()
     assert seen == ["first", "a", "b", "last"] * 2
+
+
+class StopAndWatchValidation(StopAt):
+    """StopAt("batch"), recording every validation and its metrics' keys."""
+
+    def __init__(self) -> None:
+        super().__init__("batch")
+
+    def on_validation_epoch_end(self, trainer, pl_module):
+        self.seen.append(("validation", trainer.current_epoch, trainer.global_step,
+                          sorted(k for k in trainer.callback_metrics if k.startswith("val_"))))
+
+
+def test_an_epoch_cut_by_should_stop_is_validated_first_as_in_lightning():
+    lightning_run, hookline_run = both(lambda: [StopAndWatchValidation()], epochs=4)
+    theirs = lightning_run.of(StopAndWatchValidation)
+    ours = hookline_run.of(StopAndWatchValidation)
+    assert [entry[:3] for entry in theirs.seen] == [
+        ("validation", 0, 3, ), ("epoch_end", 0), ("validation", 1, 4), ("epoch_end", 1),
+        ("train_end", 2)]
+    assert [entry[:3] for entry in ours.seen] == [entry[:3] for entry in theirs.seen]
+    assert ours.seen[2][3] == ["val_accuracy", "val_loss"]
+    # logged as that epoch's validation: one val record per validation, the cut one as epoch 2
+    assert hookline_run.runner.val_loop.ran_at_iter == 4

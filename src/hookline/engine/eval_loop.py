@@ -46,6 +46,9 @@ class ValLoop(BaseLoop):
         #: name -> metric callable or torchmetrics metric
         self.metrics = dict(metrics if metrics is not None else runner.metrics)
         self.last_metrics: dict[str, float] = {}
+        #: ``runner.iter`` when the latest pass began (None before the first): a hook that
+        #: validates a cut epoch itself checks it was not validated there already
+        self.ran_at_iter: int | None = None
         #: batches of the latest pass (known after it; for loaders without a length too)
         self.num_batches = 0
         #: what accumulates the current pass (MMEngine's ``val_loop.evaluator``): a hook may
@@ -58,6 +61,7 @@ class ValLoop(BaseLoop):
         model = runner.model
         was_training = model.training
         evaluator = self.evaluator = Evaluator(self.metrics)
+        self.ran_at_iter = runner.iter
         call(runner, f"before_{mode}")
         call(runner, f"before_{mode}_epoch")
         model.eval()

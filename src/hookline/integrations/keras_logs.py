@@ -274,7 +274,7 @@ class KerasLogBook(Hook):
         the run's Keras callbacks. True when it ran."""
         loop, val_loop = runner.train_loop, runner.val_loop
         if loop is None or val_loop is None or not runner.stop_training \
-                or runner.iter == self._start_iter:
+                or runner.iter == self._start_iter or val_loop.ran_at_iter == runner.iter:
             return False
         if runner.by_epoch:
             if not loop.val_due_after_epoch(runner.epoch + 1):

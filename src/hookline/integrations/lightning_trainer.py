@@ -100,6 +100,7 @@ class LightningTrainer(TrainerAttributes, Hook):
         self.loggers: list[RunLogger] = [RunLogger(self)]
         self.fit_loop = self._logger_connector = FitLoop(self)
         self._finishing: int | None = None  # the epoch whose end (validation ...) is under way
+        self._epoch_first_iter: int | None = None  # runner.iter at the open epoch's start
         #: the validation / test metrics a LightningModule logged itself (``self.log``): in
         #: ``callback_metrics`` under their own names, not again as ``val_<name>``
         self.module_metrics: set[str] = set()
@@ -285,9 +286,25 @@ class LightningTrainer(TrainerAttributes, Hook):
 
     def before_train_epoch(self, runner: Runner) -> None:
         self._finishing = None
+        self._epoch_first_iter = runner.iter  # None once the epoch has ended
 
     def after_train_epoch(self, runner: Runner) -> None:
         self._finishing = runner.epoch if runner.by_epoch else None
+        self._epoch_first_iter = None
+
+    def _validate_cut_epoch(self, runner: Runner) -> None:
+        """``should_stop`` cut the epoch after some batches: Lightning validates it there (when
+        a validation is due after it), still fitting, before its ``on_train_epoch_end``."""
+        first = self._epoch_first_iter
+        loop, val_loop = runner.train_loop, runner.val_loop
+        if first is None or not runner.by_epoch or loop is None or val_loop is None \
+                or not runner.stop_training or runner.iter == first \
+                or val_loop.ran_at_iter == runner.iter \
+                or not loop.val_due_after_epoch(runner.epoch + 1):
+            return
+        self._finishing = int(runner.epoch)  # the epoch in progress, as in its validation
+        with runner.state.counting_current("epoch"):  # logged and saved as that epoch's
+            val_loop.run()
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: Any = None) -> None:
@@ -313,6 +330,8 @@ class LightningTrainer(TrainerAttributes, Hook):
         self._metrics("test", metrics)
 
     def after_train(self, runner: Runner) -> None:
+        self._validate_cut_epoch(runner)  # first of the run's after_train hooks (HIGHEST)
+        self._epoch_first_iter = None
         self._finishing = None
         self.training = False
 
