@@ -10,12 +10,13 @@ import signal
 
 import pytest
 import torch
+from torch.utils.data import DataLoader
 
-from hookline import Hook, HookError, TrainingInterrupted
+from hookline import Hook, HookError, Runner, TrainingInterrupted
 from hookline.engine.checkpoint import load_checkpoint_file, read_latest
 
 from .test_resume import assert_same_state
-from .toy import FaultAt, final_state, make_runner
+from .toy import FaultAt, Net, dataset, final_state, make_runner
 
 # toy: 8 batches per epoch, 4 epochs (32 iterations), validation after every epoch
 
@@ -221,3 +222,52 @@ def test_resume_from_every_point_of_an_accumulating_run_with_ema_is_exact(tmp_pa
         resumed = make(work_dir, resume="auto")
         resumed.train()
         assert_same_state(final_state(resumed), final_state(reference))
+
+
+class EpochPermutation(torch.utils.data.Sampler):
+    """A user's deterministic sampler: a permutation seeded by the epoch (``set_epoch``)."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.epoch = n, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self):
+        return iter(torch.randperm(self.n, generator=torch.Generator().manual_seed(self.epoch))
+                    .tolist())
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class SaveAt(Hook):
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
+        if runner.iter + 1 == self.at:
+            runner.save_checkpoint(runner.work_dir / "mid.pth")
+
+
+@pytest.mark.parametrize("fast_data", [True, False])
+def test_a_deterministic_custom_sampler_resumes_mid_epoch_exactly(tmp_path, fast_data):
+    """The kept DataLoader draws its base seed from the global RNG when a pass starts; a pass
+    restarted at the resume point must not draw it again (dropout masks would shift)."""
+    def run(work_dir, hooks=(), resume=None):
+        torch.manual_seed(0)
+        data = dataset()
+        runner = Runner(Net(), optimizer={"type": "Adam", "lr": 0.01},
+                        loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=3, work_dir=work_dir,
+                        train_dataloader=DataLoader(data, batch_size=8,
+                                                    sampler=EpochPermutation(len(data))),
+                        hooks=list(hooks), resume=resume, fast_data=fast_data,
+                        default_hooks={"logger": None, "progress": None})
+        runner.train()
+        return runner
+
+    reference = run(tmp_path / "reference")
+    run(tmp_path / "first", hooks=[SaveAt(12)])  # epoch 2, its 4th of 8 batches
+    resumed = run(tmp_path / "again", resume=tmp_path / "first" / "mid.pth")
+    assert resumed.iter == reference.iter == 24
+    assert_same_state(final_state(resumed), final_state(reference))

@@ -52,12 +52,16 @@ def start_pass(loader: Iterable[Any], start: int, *, fast: bool = False,
         >>> list(iterator), skipped
         ([12], 2)
     """
-    if start > 0 and skip_batches(loader, start):  # type: ignore[arg-type]
-        return iter_batches(loader, enabled=fast, device=device), start
-    iterator = iter_batches(loader, enabled=fast, device=device)
     if start <= 0:
-        return iterator, 0
-    skipped = sum(1 for _ in itertools.islice(iterator, start))  # read and dropped
+        return iter_batches(loader, enabled=fast, device=device), 0
+    # A pass restarted at a resume point: the torch RNG state restored with the checkpoint
+    # already counts what the pass drew up to there (the DataLoader's base seed, a sampler's
+    # or the dataset's draws), so drawing them again here must leave it as it is.
+    with torch.random.fork_rng(devices=[]):
+        if skip_batches(loader, start):  # type: ignore[arg-type]
+            return iter_batches(loader, enabled=fast, device=device), start
+        iterator = iter_batches(loader, enabled=fast, device=device)
+        skipped = sum(1 for _ in itertools.islice(iterator, start))  # read and dropped
     return iterator, skipped
 
 
