@@ -8,7 +8,7 @@ import logging
 
 import pytest
 import torch
-from torch.utils.data import DataLoader, Sampler, TensorDataset
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, Sampler, TensorDataset
 
 from hookline import ConfigError
 from hookline.engine.data import (
@@ -18,6 +18,7 @@ from hookline.engine.data import (
     set_epoch,
     skip_batches,
 )
+from hookline.engine.data_pass import start_pass
 
 LOGGER = logging.getLogger("test_data")
 
@@ -143,6 +144,53 @@ def test_a_custom_sampler_is_kept_with_a_warning(caplog):
     assert loader is original and order(loader) == list(range(19, -1, -1))
     assert "train_dataloader has a custom sampler" in caplog.text
     assert skip_batches(loader, 1) is False  # nothing it can skip without reading
+
+
+def test_a_subclass_of_a_torch_sampler_is_the_users_and_kept(caplog):
+    class Evens(RandomSampler):
+        def __iter__(self):
+            return iter(i for i in super().__iter__() if i % 2 == 0)
+
+        def __len__(self):
+            return len(self.data_source) // 2
+
+    data = dataset()
+    for sampler in (Evens(data), RandomSampler(data, replacement=True),
+                    RandomSampler(data, num_samples=5)):
+        original = DataLoader(data, batch_size=5, sampler=sampler)
+        with caplog.at_level(logging.WARNING, logger="test_data"):
+            assert build(original, name="train_dataloader") is original
+        assert f"custom sampler ({type(sampler).__name__})" in caplog.text
+    torch.manual_seed(0)
+    kept = build(DataLoader(data, batch_size=5, sampler=Evens(data)))
+    assert all(i % 2 == 0 for i in order(kept))
+    # a mid-epoch resume reads and drops the batches done: the rest of the same order
+    torch.manual_seed(0)
+    full = order(kept)
+    torch.manual_seed(0)
+    iterator, skipped = start_pass(kept, 1)
+    assert skipped == 1 and [int(i) for _, t in iterator for i in t] == full[5:]
+
+
+@pytest.mark.parametrize("drop_last,shuffle,pad", [(True, True, True), (False, True, True),
+                                                   (False, False, True), (True, True, False)])
+def test_a_distributed_sampler_is_replaced_by_its_own_order(drop_last, shuffle, pad):
+    """Its seed, drop_last and permutation are kept: the ranks see what it would give them."""
+    data = dataset(21)
+    for rank in (0, 1):
+        sampler = DistributedSampler(data, num_replicas=2, rank=rank, shuffle=shuffle, seed=123,
+                                     drop_last=drop_last)
+        loader = build(DataLoader(data, batch_size=4, sampler=sampler), rank=rank, world_size=2,
+                       pad=pad)
+        assert isinstance(loader.sampler, EpochSampler)
+        for epoch in (0, 3):
+            sampler.set_epoch(epoch)
+            set_epoch(loader, epoch)
+            if pad or drop_last:
+                assert order(loader) == list(sampler)
+            else:  # evaluation without drop_last: shards not padded, every sample once
+                assert order(loader) == list(sampler)[: len(range(rank, 21, 2))]
+        assert len(loader.sampler) == (10 if drop_last else 11 if pad or rank == 0 else 10)
 
 
 # -- move_to -------------------------------------------------------------------------------------

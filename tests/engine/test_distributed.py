@@ -354,3 +354,181 @@ def test_sigterm_to_one_rank_stops_both_ranks_at_one_iteration(tmp_path):
     _check_stopped_together(tmp_path, proc.returncode, console)
     assert "stopped by a signal on another rank" in \
         (tmp_path / "work_rank0" / "log.txt").read_text()
+
+
+# -- own train_step, wrapped models, DDP options, samplers, metric order ----------------------
+CASES = Path(__file__).parent / "dist_scripts" / "ddp_cases.py"
+
+
+@pytest.fixture(scope="module")
+def ddp_cases(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, Path,
+                                         subprocess.CompletedProcess]:
+    """dist_scripts/ddp_cases.py on one process (batch 8) and on two ranks (batch 4 each)."""
+    root = tmp_path_factory.mktemp("ddp_cases")
+    one = _start([sys.executable, str(CASES), "--out", str(root / "single"), "--batch", "8"],
+                 root / "single")
+    two = _start([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                  "--nproc_per_node", "2", str(CASES), "--out", str(root / "ddp"), "--batch", "4"],
+                 root / "ddp")
+    one, two = _wait(one, root / "single"), _wait(two, root / "ddp")
+    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
+    assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
+    return root / "single", one, root / "ddp", two
+
+
+def _case_weights(out: Path, case: str, rank: int) -> dict[str, torch.Tensor]:
+    return torch.load(out / f"weights_{case}_rank{rank}.pt", weights_only=True)
+
+
+@needs_gloo
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("case", ["base_model", "gan", "raw"])
+def test_an_own_train_step_keeps_the_ranks_identical_and_matches_one_process(ddp_cases, case):
+    """compat BaseModel.train_step (forward through DDP), a GAN stepping two optimizers with
+    clipping, and a step that calls optimizer.step() itself: gradients are averaged."""
+    single, _, ddp, _ = ddp_cases
+    w0, w1 = _case_weights(ddp, case, 0), _case_weights(ddp, case, 1)
+    assert all(torch.equal(w0[k], w1[k]) for k in w0)
+    assert _max_diff(w0, _case_weights(single, case, 0)) < 1e-5
+    if case == "base_model":
+        assert _results(ddp)[0]["base_model_wrapper"] == "DistributedDataParallel"
+
+
+@needs_gloo
+@pytest.mark.timeout(180)
+def test_an_own_train_step_gets_rank_0s_buffers_before_every_step(ddp_cases):
+    _, _, ddp, _ = ddp_cases
+    w0, w1 = _case_weights(ddp, "batch_norm", 0), _case_weights(ddp, "batch_norm", 1)
+    assert all(torch.equal(w0[k], w1[k]) for k in w0 if "running" not in k)  # the weights
+    seen = [torch.load(ddp / f"step_buffers_batch_norm_rank{r}.pt") for r in (0, 1)]
+    assert len(seen[0]) == len(seen[1]) == 3 * 12  # 3 buffers, 12 steps
+    assert all(torch.equal(a, b) for a, b in zip(*seen))  # rank 1's own stats never used
+
+
+@needs_gloo
+@pytest.mark.timeout(180)
+def test_a_model_given_in_ddp_is_unwrapped_and_wrapped_once(ddp_cases):
+    _, _, ddp, _ = ddp_cases
+    rank0, rank1 = _results(ddp)
+    assert rank0["prewrapped"]["model_is_bare"] and rank1["prewrapped"]["model_is_bare"]
+    assert rank0["prewrapped"]["wrapped_once"]
+    assert rank0["prewrapped"]["checkpoint_keys"] == ["0.bias", "0.weight", "2.bias", "2.weight"]
+    w0, w1 = _case_weights(ddp, "prewrapped", 0), _case_weights(ddp, "prewrapped", 1)
+    assert all(torch.equal(w0[k], w1[k]) for k in w0)
+
+
+@needs_gloo
+@pytest.mark.timeout(180)
+def test_find_unused_parameters_and_model_wrapper_cfg_reach_ddp(ddp_cases):
+    _, _, ddp, _ = ddp_cases
+    unused = _results(ddp)[0]["unused"]
+    assert unused["find_unused_parameters"] == {"iter": 6, "find_unused": True,
+                                                "broadcast_buffers": True}
+    assert unused["model_wrapper_cfg"] == {"iter": 6, "find_unused": True,
+                                           "broadcast_buffers": False}
+
+
+@needs_gloo
+@pytest.mark.timeout(180)
+def test_a_sampler_subclass_is_kept_and_a_distributed_sampler_keeps_its_seed(ddp_cases):
+    """A DistributedSampler subclass is the user's (kept); an exact DistributedSampler with
+    seed=123, drop_last=True gives the very samples it would, epoch after epoch."""
+    _, _, ddp, _ = ddp_cases
+    for rank, result in enumerate(_results(ddp)):
+        samplers = result["samplers"]
+        assert samplers["subclass"]["kind"] == "Reversed"
+        assert samplers["exact"]["kind"] == "EpochSampler"
+        for name in ("subclass", "exact"):
+            assert samplers[name]["seen"] == samplers[name]["expected"], (rank, name)
+        assert len(samplers["exact"]["seen"][0]) == 25  # 51 // 2: the odd sample dropped
+
+
+@needs_gloo
+@pytest.mark.timeout(180)
+def test_metrics_get_predictions_and_samples_in_dataset_order(ddp_cases):
+    """23 validation samples, strided over two ranks (12 and 11): gathered back in order."""
+    _, _, ddp, _ = ddp_cases
+    for result in _results(ddp):
+        assert result["val_samples"] == {"samples_in_order": 1.0}
+        assert result["val_tensors"] == {"targets_in_order": 1.0}
+
+
+def test_interleave_puts_strided_shards_back_in_order():
+    assert dist_utils.interleave([[0, 3, 6], [1, 4], [2, 5]]) == list(range(7))
+    assert dist_utils.interleave([[0], []]) == [0]
+    assert dist_utils.interleave([]) == []
+    tensor = torch.arange(3.0)
+    assert dist_utils.all_gather_interleave(tensor) is tensor  # one process: as is
+
+
+def _toy_runner(tmp_path, model=None, **kwargs):
+    from torch.utils.data import DataLoader, TensorDataset  # noqa: PLC0415
+
+    from hookline import Runner  # noqa: PLC0415
+
+    data = TensorDataset(torch.randn(16, 4, generator=torch.Generator().manual_seed(0)),
+                         torch.randint(0, 2, (16,), generator=torch.Generator().manual_seed(1)))
+    options = dict(optimizer={"type": "SGD", "lr": 0.1}, loss_fn=torch.nn.CrossEntropyLoss(),
+                   train_dataloader=DataLoader(data, batch_size=4), max_epochs=1,
+                   val_dataloader=DataLoader(data, batch_size=8), metrics={"acc": "accuracy"},
+                   work_dir=tmp_path, default_hooks={"logger": None})
+    options.update(kwargs)
+    return Runner(torch.nn.Linear(4, 2) if model is None else model, **options)
+
+
+def test_ddp_options_are_accepted_and_unused_on_one_process(tmp_path):
+    runner = _toy_runner(tmp_path, find_unused_parameters=True, model_wrapper_cfg={
+        "type": "DistributedDataParallel", "broadcast_buffers": False, "bucket_cap_mb": 10,
+        "gradient_as_bucket_view": True, "static_graph": False})
+    runner.train()
+    assert runner.ddp_model is None and runner.iter == 4
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"find_unused_parameters": "yes"}, "find_unused_parameters must be True or False"),
+    ({"model_wrapper_cfg": {"type": "MMFullyShardedDataParallel"}},
+     "type must be 'MMDistributedDataParallel' or 'DistributedDataParallel'"),
+    ({"model_wrapper_cfg": {"detect_anomalous_params": True}},
+     "model_wrapper_cfg got 'detect_anomalous_params'.*accepted: type, broadcast_buffers"),
+    ({"model_wrapper_cfg": {"bucket_cap_mb": 0}}, "bucket_cap_mb must be a positive number"),
+    ({"model_wrapper_cfg": {"static_graph": 1}}, "static_graph must be True or False"),
+    ({"model_wrapper_cfg": "MMDistributedDataParallel"}, "model_wrapper_cfg must be a dict"),
+    ({"find_unused_parameters": True,
+      "model_wrapper_cfg": {"find_unused_parameters": False}}, "disagree"),
+    ({"launcher": "pytorch"}, "'launcher': pass nothing: start the script with torchrun"),
+    ({"env_cfg": {"dist_cfg": {"backend": "gloo"}}}, "'env_cfg': pass nothing: under torchrun"),
+    ({"sync_bn": "torch"}, "convert_sync_batchnorm"),
+])
+def test_ddp_arguments_are_checked_before_anything_is_built(tmp_path, kwargs, match):
+    from hookline import ConfigError  # noqa: PLC0415
+
+    with pytest.raises(ConfigError, match=match):
+        _toy_runner(tmp_path / "run", **kwargs)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_wrapped_model_is_unwrapped(tmp_path):
+    net = torch.nn.Linear(4, 2)
+    runner = _toy_runner(tmp_path, model=torch.nn.DataParallel(net))
+    assert runner.model is net
+    runner.train()
+    checkpoint = torch.load(tmp_path / "epoch_1.pth", weights_only=True)
+    assert sorted(checkpoint["state_dict"]) == ["bias", "weight"]
+
+
+def test_load_from_strips_the_module_prefix_of_a_raw_ddp_checkpoint(tmp_path):
+    torch.manual_seed(3)
+    saved = torch.nn.Linear(4, 2)
+    path = tmp_path / "ddp.pth"
+    torch.save({"state_dict": {f"module.{k}": v for k, v in saved.state_dict().items()}}, path)
+    runner = _toy_runner(tmp_path / "run", load_from=str(path))
+    runner.val()
+    assert all(torch.equal(runner.model.state_dict()[k], v)
+               for k, v in saved.state_dict().items())
+    # a model whose own keys all start with "module." takes such keys as they are
+    from hookline.engine.checkpoint.fit import without_ddp_prefix  # noqa: PLC0415
+
+    inner = torch.nn.Module()
+    inner.module = torch.nn.Linear(4, 2)
+    checkpoint = torch.load(path, weights_only=True)
+    assert without_ddp_prefix(inner, checkpoint) is checkpoint

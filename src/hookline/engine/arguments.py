@@ -44,7 +44,7 @@ from .torch_args import (
     dummy_optimizer,
 )
 
-__all__ = ["check_fast_data", "check_hooks_argument", "check_runner_arguments"]
+__all__ = ["check_fast_data", "check_hooks_argument", "check_runner_arguments", "ddp_options"]
 
 
 def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: Any = None,
@@ -53,7 +53,9 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
                            test_dataloader: Any = None, hooks: Any = (),
                            default_hooks: Any = None, seed: Any = 0, device: Any = "auto",
                            work_dir: Any = None, resume: Any = None, load_from: Any = None,
-                           fast_data: Any = True, signal_sync_interval: Any = 1) -> None:
+                           fast_data: Any = True, signal_sync_interval: Any = 1,
+                           find_unused_parameters: Any = False,
+                           model_wrapper_cfg: Any = None) -> None:
     """Raise :class:`ConfigError` for the first of the Runner's arguments it cannot use."""
     if isinstance(model, type):
         raise ConfigError(f"model is the class {model.__name__}; pass an instance, "
@@ -65,6 +67,7 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
     check_device(device)
     check_fast_data(fast_data)
     positive_int(signal_sync_interval, "signal_sync_interval")
+    ddp_options(find_unused_parameters, model_wrapper_cfg)
     if work_dir is not None and os.environ.get("RANK", "0") == "0":  # only rank 0 writes
         check_work_dir(work_dir)
     elif work_dir is not None and not isinstance(work_dir, (str, os.PathLike)):
@@ -140,6 +143,60 @@ def check_hooks_argument(hooks: Any) -> None:
                               f"got {hook!r}")
 
 
+#: the DistributedDataParallel arguments ``model_wrapper_cfg`` may set: name -> accepted type
+_DDP_OPTIONS: dict[str, tuple[type, ...]] = {
+    "find_unused_parameters": (bool,), "broadcast_buffers": (bool,),
+    "gradient_as_bucket_view": (bool,), "static_graph": (bool,), "bucket_cap_mb": (int, float)}
+_WRAPPER_TYPES = ("MMDistributedDataParallel", "DistributedDataParallel")
+
+
+def ddp_options(find_unused_parameters: Any = False, model_wrapper_cfg: Any = None
+                ) -> dict[str, Any]:
+    """The DistributedDataParallel arguments of ``find_unused_parameters`` and
+    ``model_wrapper_cfg`` (MMEngine's config keys), checked; unused on one process.
+
+    Example::
+
+        >>> ddp_options(True, {"type": "MMDistributedDataParallel", "broadcast_buffers": False})
+        {'broadcast_buffers': False, 'find_unused_parameters': True}
+        >>> ddp_options(model_wrapper_cfg={"type": "MMFullyShardedDataParallel"})
+        Traceback (most recent call last):
+        ...
+        hookline.core.errors.ConfigError: model_wrapper_cfg type must be ... got 'MMFullyShardedDataParallel'
+    """
+    if not isinstance(find_unused_parameters, bool):
+        raise ConfigError(f"find_unused_parameters must be True or False, got "
+                          f"{find_unused_parameters!r}")
+    if model_wrapper_cfg is None:
+        return {"find_unused_parameters": True} if find_unused_parameters else {}
+    if not isinstance(model_wrapper_cfg, Mapping):
+        raise ConfigError(f"model_wrapper_cfg must be a dict such as {{'type': "
+                          f"'MMDistributedDataParallel', 'find_unused_parameters': True}}, got "
+                          f"{model_wrapper_cfg!r}")
+    options = dict(model_wrapper_cfg)
+    kind = options.pop("type", "MMDistributedDataParallel")
+    if kind not in _WRAPPER_TYPES:
+        raise ConfigError(f"model_wrapper_cfg type must be {' or '.join(map(repr, _WRAPPER_TYPES))} "
+                          f"(hookline wraps the model in torch's DistributedDataParallel), got "
+                          f"{kind!r}")
+    for name, value in options.items():
+        accepted = _DDP_OPTIONS.get(name)
+        if accepted is None:
+            raise ConfigError(f"model_wrapper_cfg got {name!r}, which hookline does not pass to "
+                              f"DistributedDataParallel; accepted: type, "
+                              f"{', '.join(sorted(_DDP_OPTIONS))}")
+        if not isinstance(value, accepted) or (bool not in accepted and isinstance(value, bool)) \
+                or (name == "bucket_cap_mb" and isinstance(value, (int, float)) and value <= 0):
+            want = "True or False" if bool in accepted else "a positive number"
+            raise ConfigError(f"model_wrapper_cfg {name} must be {want}, got {value!r}")
+    if find_unused_parameters and options.get("find_unused_parameters") is False:
+        raise ConfigError("find_unused_parameters=True and model_wrapper_cfg "
+                          "find_unused_parameters=False disagree: give it once")
+    if find_unused_parameters:
+        options["find_unused_parameters"] = True
+    return dict(sorted(options.items()))
+
+
 def resume_and_load_from(resume: str | os.PathLike[str] | bool | None,
                          load_from: str | os.PathLike[str] | None
                          ) -> tuple[str | os.PathLike[str] | None, str | os.PathLike[str] | None]:
@@ -171,6 +228,13 @@ _FOREIGN_ARGUMENTS = {
     "test_cfg": "nothing (test() runs test_dataloader=)",
     "randomness": "seed=", "default_scope": "init_default_scope(...) before building",
     "max_steps": "max_iters=", "epochs": "max_epochs=",
+    "launcher": "nothing: start the script with torchrun (e.g. torchrun --nproc_per_node 2 "
+                "train.py); the Runner sets up the process group from its environment",
+    "env_cfg": "nothing: under torchrun the Runner picks nccl with CUDA, else gloo; set "
+               "torch.backends.cudnn.benchmark, the multiprocessing start method or "
+               "OMP_NUM_THREADS yourself before building the Runner",
+    "sync_bn": "a converted model: model=torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) "
+               "(CUDA only)",
 }
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 from torch.utils.data import (
+    BatchSampler,
     DataLoader,
     DistributedSampler,
     IterableDataset,
@@ -33,6 +34,8 @@ from torch.utils.data import (
 )
 
 from hookline.core import ConfigError
+
+from . import distributed
 
 DATALOADER_KEYS = ("batch_size", "shuffle", "num_workers", "drop_last", "pin_memory",
                     "collate_fn", "persistent_workers", "prefetch_factor", "worker_init_fn",
@@ -51,7 +54,8 @@ class EpochSampler(Sampler[int]):
     """
 
     def __init__(self, dataset: Any, *, shuffle: bool, seed: int = 0, batch_size: int = 1,
-                 rank: int = 0, world_size: int = 1, pad: bool = True) -> None:
+                 rank: int = 0, world_size: int = 1, pad: bool = True,
+                 drop_last: bool = False, torch_seeding: bool = False) -> None:
         self.size = len(dataset)
         self.shuffle = shuffle
         self.seed = seed
@@ -59,10 +63,19 @@ class EpochSampler(Sampler[int]):
         self.rank = rank
         self.world_size = world_size
         self.pad = pad
+        #: cut the order to a multiple of ``world_size`` instead of padding it
+        #: (``DistributedSampler(drop_last=True)``)
+        self.drop_last = drop_last
+        #: the permutation ``DistributedSampler`` draws (seeded ``seed + epoch``)
+        self.torch_seeding = torch_seeding
         self.epoch = 0
         self._skip = 0
-        self.per_rank = math.ceil(self.size / world_size) if pad else \
-            len(range(rank, self.size, world_size))
+        if drop_last:
+            self.per_rank = self.size // world_size
+        elif pad:
+            self.per_rank = math.ceil(self.size / world_size)
+        else:
+            self.per_rank = len(range(rank, self.size, world_size))
 
     def set_epoch(self, epoch: int) -> None:
         """Choose the permutation of this epoch."""
@@ -74,11 +87,13 @@ class EpochSampler(Sampler[int]):
 
     def __iter__(self) -> Iterator[int]:
         if self.shuffle:
-            generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+            seed = self.seed + self.epoch if self.torch_seeding else \
+                self.seed * 100_003 + self.epoch
+            generator = torch.Generator().manual_seed(seed)
             order = torch.randperm(self.size, generator=generator).tolist()
         else:
             order = list(range(self.size))
-        total = self.per_rank * self.world_size if self.pad else self.size
+        total = self.per_rank * self.world_size if self.pad or self.drop_last else self.size
         while total > len(order):  # pad like DistributedSampler so every rank gets as many
             order += order[: total - len(order)]
         mine = order[self.rank:total:self.world_size]
@@ -98,8 +113,10 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
     A config dict holds ``dataset`` (a dataset or a ``{"type": ...}`` dict for
     the DATASETS registry) and DataLoader arguments such as ``batch_size`` and
     ``shuffle``. A DataLoader with a random, sequential or distributed sampler
-    is rebuilt around an :class:`EpochSampler`; any other sampler is kept as
-    it is (then resume replays the data order only if that sampler does).
+    is rebuilt around an :class:`EpochSampler` (only torch's own classes: a
+    subclass is the user's; a ``DistributedSampler`` keeps its ``seed``, ``drop_last``
+    and order); any other sampler is kept as it is (then resume replays the data
+    order only if that sampler does).
     ``pad=False`` (evaluation loaders) shards without repeating samples.
     """
     if spec is None:
@@ -137,11 +154,12 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
     if loader.batch_sampler is None:
         return loader
     sampler = loader.sampler
-    if type(loader.batch_sampler).__name__ != "BatchSampler" or not isinstance(
-        sampler, (RandomSampler, SequentialSampler, DistributedSampler)
-    ):
-        logger.warning("%s has a custom sampler: kept as is; mid-epoch resume replays the "
-                       "data order only if that sampler is deterministic", name)
+    if type(loader.batch_sampler) is not BatchSampler or not _replaceable(sampler):
+        logger.warning("%s has a custom sampler (%s): kept as is; mid-epoch resume replays the "
+                       "data order only if that sampler is deterministic", name,
+                       type(sampler).__name__)
+        if pad and world_size > 1:
+            _check_same_length(loader, name)
         return loader
     shuffle = isinstance(sampler, RandomSampler) or bool(getattr(sampler, "shuffle", False))
     options = dict(batch_size=loader.batch_size, drop_last=loader.drop_last,
@@ -151,14 +169,38 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
                    persistent_workers=loader.persistent_workers)
     if loader.num_workers > 0:
         options["prefetch_factor"] = loader.prefetch_factor
+    if type(sampler) is DistributedSampler:  # the user's seed and drop_last: its very order
+        return _wrap(loader.dataset, shuffle, options, sampler.seed, rank, world_size, pad,
+                     drop_last=sampler.drop_last, torch_seeding=True)
     return _wrap(loader.dataset, shuffle, options, seed, rank, world_size, pad)
 
 
+def _check_same_length(loader: DataLoader[Any], name: str) -> None:
+    """A kept training sampler must give every rank as many batches (each iteration's
+    gradient all-reduce needs every rank): ConfigError naming the lengths otherwise."""
+    lengths = distributed.all_gather_object(loader_length(loader))
+    if len(set(lengths)) > 1:
+        raise ConfigError(f"{name}'s sampler ({type(loader.sampler).__name__}) gives the ranks "
+                          f"{lengths} batches per epoch; training on several processes needs as "
+                          "many on every rank: pad its shards to one length (as "
+                          "DistributedSampler does) or drop the remainder")
+
+
+def _replaceable(sampler: Any) -> bool:
+    """Whether ``sampler`` is one of torch's own order-only samplers (not a subclass, not a
+    ``RandomSampler`` drawing with replacement or another number of samples)."""
+    if type(sampler) is RandomSampler:
+        return not sampler.replacement and sampler.num_samples == len(sampler.data_source)
+    return type(sampler) in (SequentialSampler, DistributedSampler)
+
+
 def _wrap(dataset: Any, shuffle: bool, options: dict[str, Any], seed: int, rank: int,
-          world_size: int, pad: bool = True) -> DataLoader[Any]:
+          world_size: int, pad: bool = True, *, drop_last: bool = False,
+          torch_seeding: bool = False) -> DataLoader[Any]:
     batch_size = options.get("batch_size", 1)
     sampler = EpochSampler(dataset, shuffle=shuffle, seed=seed, batch_size=batch_size,
-                           rank=rank, world_size=world_size, pad=pad)
+                           rank=rank, world_size=world_size, pad=pad, drop_last=drop_last,
+                           torch_seeding=torch_seeding)
     # A private generator: the loader never draws from the global torch RNG,
     # whose state belongs to the model (dropout, init) and is checkpointed.
     generator = torch.Generator().manual_seed(seed)

@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
@@ -119,9 +120,123 @@ def all_gather_cat(tensor: torch.Tensor) -> torch.Tensor:
     return torch.cat([g[: int(s.item())] for g, s in zip(gathered, sizes)])
 
 
-def wrap_ddp(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
-    """Wrap ``model`` in DistributedDataParallel when more than one process runs."""
+def interleave(parts: Sequence[Sequence[Any]]) -> list[Any]:
+    """The items of every rank's shard back in the order they were sharded from.
+
+    Evaluation shards are strided (rank ``r`` holds ``order[r::world]``, see
+    :class:`~hookline.engine.data.EpochSampler`), so item ``k`` of rank ``r``
+    was item ``k * world + r``; shards may differ in length (no padding).
+
+    Example::
+
+        >>> interleave([[0, 2, 4], [1, 3]])
+        [0, 1, 2, 3, 4]
+    """
+    longest = max((len(part) for part in parts), default=0)
+    return [part[k] for k in range(longest) for part in parts if k < len(part)]
+
+
+def all_gather_interleave(tensor: torch.Tensor) -> torch.Tensor:
+    """Every rank's ``tensor`` (shapes may differ in dim 0), rows interleaved as
+    :func:`interleave` orders items: the order of the strided shards' source."""
+    world = get_world_size()
+    if world <= 1:
+        return tensor
+    size = torch.tensor([tensor.shape[0]], device=tensor.device)
+    sizes = [torch.zeros_like(size) for _ in range(world)]
+    dist.all_gather(sizes, size)
+    lengths = torch.cat(sizes)
+    longest = int(lengths.max().item())
+    padded = torch.zeros((longest, *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device)
+    padded[: tensor.shape[0]] = tensor
+    gathered = [torch.zeros_like(padded) for _ in range(world)]
+    dist.all_gather(gathered, padded)
+    rows = torch.stack(gathered, dim=1).reshape(longest * world, *tensor.shape[1:])
+    position = torch.arange(longest, device=tensor.device)
+    valid = (position.unsqueeze(1) < lengths.unsqueeze(0)).reshape(-1)  # row k*world + r
+    return rows[valid]
+
+
+def unwrap_model(model: torch.nn.Module) -> torch.nn.Module:
+    """The model inside ``DistributedDataParallel`` / ``DataParallel`` wrappers (MMEngine's
+    ``MMDistributedDataParallel`` too); any other module as it is.
+
+    Example::
+
+        >>> net = torch.nn.Linear(2, 2)
+        >>> unwrap_model(torch.nn.DataParallel(net)) is net
+        True
+    """
+    wrappers = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
+    while isinstance(model, wrappers):
+        model = model.module
+    return model
+
+
+def wrap_ddp(model: torch.nn.Module, device: torch.device, **ddp_kwargs: Any) -> torch.nn.Module:
+    """Wrap ``model`` in DistributedDataParallel when more than one process runs
+    (``ddp_kwargs``: e.g. ``find_unused_parameters``, ``broadcast_buffers``)."""
     if get_world_size() <= 1 or not any(p.requires_grad for p in model.parameters()):
         return model
     device_ids = [device.index] if device.type == "cuda" else None
-    return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+    return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids, **ddp_kwargs)
+
+
+def _by_dtype(tensors: Iterable[torch.Tensor]) -> dict[tuple[torch.dtype, torch.device],
+                                                        list[torch.Tensor]]:
+    groups: dict[tuple[torch.dtype, torch.device], list[torch.Tensor]] = {}
+    for tensor in tensors:
+        groups.setdefault((tensor.dtype, tensor.device), []).append(tensor)
+    return groups
+
+
+def broadcast_tensors(tensors: Iterable[torch.Tensor], src: int = 0) -> None:
+    """Copy rank ``src``'s values into ``tensors`` on every rank, in place: one broadcast of
+    a flat buffer per dtype (DDP's start-up and per-forward buffer broadcast)."""
+    if get_world_size() <= 1:
+        return
+    with torch.no_grad():
+        for group in _by_dtype(tensors).values():
+            flat = torch.cat([t.detach().reshape(-1) for t in group])
+            dist.broadcast(flat, src)
+            for tensor, part in zip(group, torch.split(flat, [t.numel() for t in group])):
+                tensor.copy_(part.view_as(tensor))
+
+
+def average_gradients(params: Iterable[torch.Tensor]) -> None:
+    """Average the ``.grad`` of ``params`` over the ranks, in place, as DDP does.
+
+    One all-reduce of a flat buffer per dtype, which also counts the ranks holding a
+    gradient for each parameter: a parameter no rank gave a gradient keeps None, one that
+    only some ranks did gets the sum over ranks / world size (the others count as zero).
+    """
+    world = get_world_size()
+    if world <= 1:
+        return
+    params = [p for p in params if p.requires_grad]
+    groups: dict[tuple[torch.dtype, torch.device], list[torch.Tensor]] = {}
+    for param in params:
+        grad = param.grad
+        if grad is not None and grad.is_sparse:
+            raise RuntimeError("averaging sparse gradients over ranks is not supported: "
+                               "train the model through DistributedDataParallel (no own "
+                               "train_step) or use dense gradients")
+        groups.setdefault((param.dtype, param.device), []).append(param)
+    with torch.no_grad():
+        for (dtype, device), group in groups.items():
+            present = [p.grad is not None for p in group]
+            flat = torch.cat([p.grad.reshape(-1) if p.grad is not None
+                              else torch.zeros(p.numel(), dtype=dtype, device=device)
+                              for p in group]
+                             + [torch.tensor(present, dtype=dtype, device=device)])
+            dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+            flat.div_(world)
+            counts = flat[-len(group):]
+            parts = torch.split(flat[:-len(group)], [p.numel() for p in group])
+            for param, part, count in zip(group, parts, counts.tolist()):
+                if count == 0:
+                    continue
+                if param.grad is None:
+                    param.grad = part.view_as(param).clone()
+                else:
+                    param.grad.copy_(part.view_as(param.grad))

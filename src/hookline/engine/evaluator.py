@@ -7,7 +7,7 @@ torchmetrics ``Metric`` (updated per batch, computed at the end). A
 
 A step may instead return a list of data samples (MMEngine's ``val_step``):
 each metric is then called once with every sample of the epoch (gathered
-from all ranks) and returns a number or a dict of numbers.
+from all ranks, in dataset order) and returns a number or a dict of numbers.
 
 Example::
 
@@ -130,8 +130,10 @@ class Evaluator:
         """The epoch's metrics as floats, reduced over ranks (one sync, at the end).
 
         On several ranks, scalar entries are summed with one all-reduce and
-        predictions are all-gathered (shards may differ in length), so metrics
-        equal those of one process seeing the whole set. A rank whose shard
+        predictions are all-gathered (shards may differ in length) and
+        interleaved back into the order the strided shards were cut from (the
+        dataset's order for an unshuffled loader), so metrics equal those of
+        one process seeing the whole set, order included. A rank whose shard
         was empty still joins every collective.
         """
         results: dict[str, float] = {}
@@ -156,8 +158,8 @@ class Evaluator:
                 results[key] = value
         preds = targets = None
         if layout is not None:
-            preds = distributed.all_gather_cat(_cat_or_empty(self._preds, *layout[0]))
-            targets = distributed.all_gather_cat(_cat_or_empty(self._targets, *layout[1]))
+            preds = distributed.all_gather_interleave(_cat_or_empty(self._preds, *layout[0]))
+            targets = distributed.all_gather_interleave(_cat_or_empty(self._targets, *layout[1]))
         for name, metric in self.metrics.items():
             if _is_torchmetric(metric):
                 value = metric.compute()
@@ -169,9 +171,8 @@ class Evaluator:
                 results[name] = float(value.item() if isinstance(value, torch.Tensor) else value)
         return results
 
-
     def _compute_on_samples(self) -> dict[str, float]:
-        samples = [s for part in distributed.all_gather_object(self._samples) for s in part]
+        samples = distributed.interleave(distributed.all_gather_object(self._samples))
         results: dict[str, float] = {}
         for name, metric in self.metrics.items():
             if _is_torchmetric(metric):

@@ -34,7 +34,12 @@ import torch
 from hookline.core import ConfigError, HookHandle
 
 from . import distributed
-from .arguments import check_runner_arguments, check_unknown_arguments, resume_and_load_from
+from .arguments import (
+    check_runner_arguments,
+    check_unknown_arguments,
+    ddp_options,
+    resume_and_load_from,
+)
 from .checkpoint import CheckpointError, CheckpointWriter
 from .checks import positive_int
 from .closure_hook import ClosureHook
@@ -56,7 +61,7 @@ from .run_state import RunState
 from .runner_attributes import RunnerAttributes
 from .runner_checkpoints import RunnerCheckpoints
 from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal
-from .step import StepModule, check_contract, make_step, make_train_step
+from .step import check_contract, make_step, make_train_step, wrap_for_training
 from .visualizer import Visualizer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -71,6 +76,8 @@ class Runner(RunnerAttributes, RunnerCheckpoints):
     ``optim_wrapper`` config, a loss function (unless the model has
     ``training_step``), dataloaders, and exactly one of ``max_epochs`` / ``max_iters``.
     ``fast_data=False``: batches from the DataLoader's iterator, never by indexing.
+    ``find_unused_parameters`` and ``model_wrapper_cfg`` (MMEngine's keys) configure the
+    DistributedDataParallel wrapper of multi-process runs (unused on one process).
     """
 
     def __init__(self, model: torch.nn.Module | Mapping[str, Any], *, optimizer: Any = None,
@@ -85,6 +92,8 @@ class Runner(RunnerAttributes, RunnerCheckpoints):
                  device: str | torch.device = "auto", resume: str | Path | bool | None = None,
                  load_from: str | Path | None = None, config: Mapping[str, Any] | None = None,
                  fast_data: bool = True, signal_sync_interval: int = 1,
+                 find_unused_parameters: bool = False,
+                 model_wrapper_cfg: Mapping[str, Any] | None = None,
                  **unknown: Any) -> None:
         if unknown:  # one clear error, naming what to pass instead (not Python's TypeError)
             check_unknown_arguments(unknown, [name for name, p in inspect.signature(Runner)
@@ -95,7 +104,8 @@ class Runner(RunnerAttributes, RunnerCheckpoints):
             val_dataloader=val_dataloader, test_dataloader=test_dataloader, hooks=hooks,
             default_hooks=default_hooks, seed=seed, device=device, work_dir=work_dir,
             resume=resume, load_from=load_from, fast_data=fast_data,
-            signal_sync_interval=signal_sync_interval)
+            signal_sync_interval=signal_sync_interval,
+            find_unused_parameters=find_unused_parameters, model_wrapper_cfg=model_wrapper_cfg)
         if max_epochs is not None and max_iters is not None:
             raise ConfigError("give max_epochs or max_iters, not both")
         for name, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
@@ -139,7 +149,7 @@ class Runner(RunnerAttributes, RunnerCheckpoints):
         #: scalars, images and the config to ``work_dir/<timestamp>/vis_data`` (written on use)
         self.visualizer = Visualizer(name=self.experiment_name,
                                      save_dir=self.work_dir / self.timestamp / "vis_data")
-        self._setup_model(model, loss_fn)
+        self._setup_model(model, loss_fn, ddp_options(find_unused_parameters, model_wrapper_cfg))
         self._optim_wrapper: OptimWrapperLike | None = None
         self.metrics = build_metrics(metrics)  # with neither optimizer: configure_optimizers()
         self.outputs: dict[str, Any] | None = None
@@ -163,20 +173,23 @@ class Runner(RunnerAttributes, RunnerCheckpoints):
 
     # -- setup ----------------------------------------------------------------
     def _setup_model(self, model: torch.nn.Module | Mapping[str, Any],
-                     loss_fn: Callable[..., Any] | Mapping[str, Any] | None) -> None:
+                     loss_fn: Callable[..., Any] | Mapping[str, Any] | None,
+                     ddp_kwargs: Mapping[str, Any] | None = None) -> None:
         if isinstance(model, Mapping):
             model = MODELS.build(model)
         if not isinstance(model, torch.nn.Module):
             raise ConfigError(f"model must be a torch.nn.Module or a config dict, got {model!r}")
-        self.model = model.to(self.device)
+        # a model the user wrapped in (MM)DistributedDataParallel: the bare model, wrapped once
+        self.model = distributed.unwrap_model(model).to(self.device)
         # {"type": "CrossEntropyLoss", ...}: any torch.nn loss
         self.loss_fn: Callable[..., Any] | None = (
             LOSSES.build(loss_fn) if isinstance(loss_fn, Mapping) else loss_fn)
-        #: the DistributedDataParallel wrapper training runs through (None on one process)
+        #: what training runs through on several processes (None on one): the
+        #: DistributedDataParallel wrapper, or an OwnStepSync for an own train_step
         self.ddp_model: torch.nn.Module | None = None
         self._stop_group: Any = None  # the gloo group that shares stop flags (check_stop)
         if self.world_size > 1:
-            self.ddp_model = distributed.wrap_ddp(StepModule(self.model, self.loss_fn), self.device)
+            self.ddp_model = wrap_for_training(self.model, self.loss_fn, self.device, ddp_kwargs)
             self._stop_group = distributed.control_group()
             release_at_exit(self, destroy=self._owns_process_group)
 

@@ -73,6 +73,33 @@ def weights_problem(model: torch.nn.Module, weights: Any, *, strict: bool) -> st
     return None
 
 
+_DDP_PREFIX = "module."
+
+
+def without_ddp_prefix(model: torch.nn.Module, checkpoint: Mapping[str, Any]
+                       ) -> Mapping[str, Any]:
+    """``checkpoint`` with the ``module.`` prefix cut from its ``state_dict`` keys when every
+    key has it (saved from a raw DistributedDataParallel wrapper, as MMEngine's
+    ``load_checkpoint`` strips) and this model's keys do not; else ``checkpoint`` itself.
+
+    Example::
+
+        >>> ckpt = {"state_dict": {"module.weight": torch.zeros(2, 4), "module.bias": torch.zeros(2)}}
+        >>> sorted(without_ddp_prefix(torch.nn.Linear(4, 2), ckpt)["state_dict"])
+        ['bias', 'weight']
+    """
+    weights = checkpoint.get("state_dict")
+    if not isinstance(weights, Mapping) or not weights or not all(
+            isinstance(key, str) and key.startswith(_DDP_PREFIX) for key in weights):
+        return checkpoint
+    own = model.state_dict()
+    if own and all(key.startswith(_DDP_PREFIX) for key in own):
+        return checkpoint  # the model's own keys start so (a submodule called "module")
+    revised = dict(checkpoint)
+    revised["state_dict"] = {key[len(_DDP_PREFIX):]: value for key, value in weights.items()}
+    return revised
+
+
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 

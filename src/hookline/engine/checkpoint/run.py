@@ -35,7 +35,7 @@ from ..run_state import describe_position
 from .atomic import LATEST_FILENAME, remove_temp_files, write_checkpoint
 from .content import make_meta, serialize, to_plain
 from .errors import CheckpointError, NoResumableCheckpointError
-from .fit import check_fits
+from .fit import check_fits, without_ddp_prefix
 from .loading import load_checkpoint_file, resumable_checkpoints
 from .names import is_checkpoint_name
 from .undo import Undo
@@ -104,6 +104,7 @@ def apply(runner: Runner, checkpoint: dict[str, Any], *, resume: bool, strict: b
     that fails while it goes in (a hook's state, the RNG state, ...) is
     undone with the rest before the error is raised.
     """
+    checkpoint = dict(without_ddp_prefix(runner.model, checkpoint))  # raw DDP's "module."
     check_fits(runner, checkpoint, path, resume=resume, strict=strict)
     if not resume:
         _load_weights(runner, checkpoint["state_dict"], strict=False)

@@ -39,6 +39,7 @@ import torch
 
 from hookline.core import ConfigError
 from hookline.engine.data import move_to
+from hookline.engine.step import DDP_LOSS_FORWARD
 
 from ..registry import MODELS
 
@@ -142,6 +143,10 @@ class BaseModel(BaseModule):
         optim_wrapper.update_params(loss)
         log_vars["loss"] = loss.detach()
         return log_vars
+
+    # on several processes a Runner runs this loss forward through DDP (MMEngine's
+    # MMDistributedDataParallel.train_step); an override of train_step is left as written
+    setattr(train_step, DDP_LOSS_FORWARD, True)
 
     def val_step(self, data: Any) -> Any:
         data = self.data_preprocessor(data, False)
