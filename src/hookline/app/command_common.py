@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 from hookline.core import ConfigError
 from hookline.demo.registry import demo_config_path
@@ -44,6 +45,15 @@ def add_config_arguments(parser: argparse.ArgumentParser, what: str) -> None:
                         help="override a config value: dotted keys, list items as hooks[0].interval, "
                              "values read as YAML (e.g. --set optimizer.lr=0.05 --set "
                              "default_hooks.progress=null); repeatable")
+    parser.add_argument("--cfg-options", nargs="*", action=_CfgOptions, help=argparse.SUPPRESS)
+
+
+class _CfgOptions(argparse.Action):
+    """MMEngine's ``--cfg-options``: an argparse error naming hookline's ``--set``."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        parser.error("--cfg-options is MMEngine's; hookline's is --set KEY=VALUE, once per "
+                     "value (e.g. --set optimizer.lr=0.05 --set max_epochs=20)")
 
 
 def add_work_dir_argument(parser: argparse.ArgumentParser, what: str) -> None:

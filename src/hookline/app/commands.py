@@ -35,6 +35,7 @@ from typing import Any
 
 from hookline.core import ConfigError
 from hookline.engine import distributed
+from hookline.engine.arguments import resume_and_load_from
 from hookline.engine.logs import close_logger
 from hookline.hooks.catalog import hook_catalog
 
@@ -84,6 +85,8 @@ def run_train(args: argparse.Namespace) -> int:
     saved; ``curves.png`` is drawn for an interrupted or failed run too."""
     cfg, name = load_command_config(args)
     work_dir = work_dir_of(args, cfg, name)
+    if isinstance(cfg.get("resume"), bool):  # MMEngine's resume: true / false, as the Runner reads it
+        cfg["resume"], cfg["load_from"] = resume_and_load_from(cfg["resume"], cfg.get("load_from"))
     resume = args.resume if args.resume is not None else cfg.get("resume")
     if args.test:
         require_loader(cfg, "test", "hookline train --test")

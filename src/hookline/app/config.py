@@ -40,17 +40,20 @@ import torch
 import yaml
 
 from hookline.core import ConfigError
+from hookline.core.registry import using_scope
 from hookline.engine.default_hooks import DEFAULT_HOOKS
 from hookline.engine.runner import Runner
 
-from .config_check import validate_config
+from .config_check import CONFIG_KEYS, validate_config
+from .config_check.keys import config_scope
 from .defaults import LEGACY_DEFAULT_HOOKS, register_builtins
 
 __all__ = ["CONFIG_ONLY_KEYS", "apply_overrides", "build_runner", "load_config", "resolve_config",
            "save_config", "validate_config"]
 
-#: keys a config may hold besides the Runner's arguments
-CONFIG_ONLY_KEYS = ("custom_imports", "num_threads")
+#: keys a config may hold besides the Runner's arguments (``experiment_name`` reaches the
+#: Runner through its ``config``, where it reads it)
+CONFIG_ONLY_KEYS = CONFIG_KEYS
 #: file name of the resolved config in the work dir
 SAVED_NAME = "config.yaml"
 
@@ -69,10 +72,16 @@ _Loader.add_implicit_resolver(
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _mapping_without_duplicates(loader: _Loader, node: yaml.MappingNode) -> dict:
-    loader.flatten_mapping(node)
+    """A mapping whose own keys are all different; keys that a merge (``<<: *anchor``)
+    brings in may be given again, and the mapping's own value wins (YAML's merge rule)."""
     seen: set = set()
     for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:
+            continue
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, (str, int, float, bool)) and key is not None:
             raise ConfigError(f"line {key_node.start_mark.line + 1}: a key must be a name or a "
@@ -80,6 +89,7 @@ def _mapping_without_duplicates(loader: _Loader, node: yaml.MappingNode) -> dict
         if key in seen:
             raise ConfigError(f"line {key_node.start_mark.line + 1}: key {key!r} appears twice")
         seen.add(key)
+    loader.flatten_mapping(node)  # merged keys first, so the mapping's own keys win
     return loader.construct_mapping(node, deep=True)
 
 
@@ -110,6 +120,10 @@ def load_config(path: str | Path) -> dict:
         {'type': 'DigitsCNN'}
     """
     path = Path(path)
+    if path.suffix.lower() == ".py":
+        raise ConfigError(f"config file {str(path)!r} is a Python config, which hookline does not "
+                          "run: write the same keys as a .yaml or .json file (model: {type: ...}, "
+                          "train_dataloader: {...}, ...; see hookline docs cli)")
     if path.suffix.lower() not in (".yaml", ".yml", ".json"):
         raise ConfigError(f"config file {str(path)!r} must end in .yaml, .yml or .json")
     try:
@@ -317,11 +331,12 @@ def resolve_config(cfg: Mapping | str | Path, *, work_dir: str | Path | None = N
     if work_dir is not None:
         cfg["work_dir"] = str(work_dir)
     if resume is not None:
-        cfg["resume"] = str(resume)
+        cfg["resume"] = resume if isinstance(resume, bool) else str(resume)
     _fill_default_hooks(cfg)
     _import_custom(cfg.get("custom_imports"))
     register_builtins()
-    validate_config(cfg, runner_arguments(runner_cls or Runner), for_training=for_training)
+    with using_scope(config_scope(cfg)):
+        validate_config(cfg, runner_arguments(runner_cls or Runner), for_training=for_training)
     return cfg
 
 
@@ -363,7 +378,8 @@ def build_runner(cfg: Mapping | str | Path, *, work_dir: str | Path | None = Non
     if cfg.get("num_threads") is not None:
         torch.set_num_threads(cfg["num_threads"])
     plain = _plain(cfg)
-    runner = runner_cls(**kwargs, config=plain)
+    with using_scope(config_scope(cfg)):  # MMEngine's init_default_scope, while it builds
+        runner = runner_cls(**kwargs, config=plain)
     config = runner.config  # the Runner's copy of ``plain``
     if config is not None and "work_dir" not in config:
         config["work_dir"] = str(runner.work_dir)

@@ -219,7 +219,9 @@ def resume_and_load_from(resume: str | os.PathLike[str] | bool | None,
 
 
 #: other frameworks' argument names -> what a hookline Runner takes instead
-_FOREIGN_ARGUMENTS = {
+#: other runners' argument names -> what to pass hookline's Runner instead (the config check
+#: of hookline.app says the same for config keys)
+FOREIGN_ARGUMENTS = {
     "callbacks": "hooks=[...] (Keras and Lightning callbacks go there too)",
     "custom_hooks": "hooks=[...]",
     "train_cfg": "max_epochs= or max_iters=, val_interval=, train_loop={...}",
@@ -252,7 +254,7 @@ def check_unknown_arguments(unknown: Mapping[str, Any], accepted: Iterable[str])
         Runner got an unexpected argument 'callbacks': pass hooks=[...] (Keras and Lightning ...
     """
     for name in unknown:
-        if name in _FOREIGN_ARGUMENTS:
+        if name in FOREIGN_ARGUMENTS:
             raise ConfigError(f"Runner got an unexpected argument {name!r}: pass "
-                              f"{_FOREIGN_ARGUMENTS[name]}")
+                              f"{FOREIGN_ARGUMENTS[name]}")
         raise ConfigError.unknown("Runner argument", name, accepted)

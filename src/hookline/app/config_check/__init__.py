@@ -38,13 +38,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from hookline.core import ConfigError
+from hookline.engine.arguments import FOREIGN_ARGUMENTS
 from hookline.engine.registries import MODELS
 
 from .keys import CHECKS
 from .run import check_run
 from .spec import check_spec
 
-__all__ = ["MMENGINE_KEYS", "check_spec", "validate_config"]
+__all__ = ["CONFIG_KEYS", "MMENGINE_KEYS", "check_spec", "validate_config"]
+
+#: keys a config may hold besides the Runner's arguments
+CONFIG_KEYS = ("custom_imports", "num_threads", "default_scope", "experiment_name")
 
 # MMEngine config keys and what hookline calls them
 MMENGINE_KEYS = {
@@ -56,18 +60,49 @@ MMENGINE_KEYS = {
     "param_schedulers": "param_scheduler",
 }
 
+#: MMEngine config keys hookline has no counterpart for -> what to do instead (keys the
+#: Runner refuses too are in hookline.engine.arguments' table, shared with Runner(...))
+MMENGINE_POINTERS = {
+    "log_processor": "log lines come from default_hooks.logger (LoggerHook: interval, by_epoch), "
+                     "which averages each value over its interval",
+    "log_level": "hookline logs at INFO to the terminal and log.txt; remove the key",
+    "visualizer": "scalars go to metrics.jsonl and curves.png, and runner.visualizer exists for "
+                  "hooks; remove the key (hookline hooks lists the logging hooks)",
+    "auto_scale_lr": "no automatic LR scaling: set optimizer.lr for your total batch size "
+                     "(lr x batch size / base_batch_size, MMEngine's rule), e.g. with --set",
+    "_base_": "config inheritance is not supported: write the whole config in one YAML/JSON "
+              "file (YAML anchors and <<: merge keys share parts within it) and change values "
+              "with --set",
+}
+
+
+def _foreign_key(key: str) -> ConfigError | None:
+    """The error for an MMEngine (or other framework's) top-level key, naming what to write
+    instead; None for any other key."""
+    if key in MMENGINE_KEYS:
+        return ConfigError(f"unknown top-level config key {key!r}: hookline's name for MMEngine's "
+                           f"{key} is {MMENGINE_KEYS[key]}")
+    if key in MMENGINE_POINTERS:
+        return ConfigError(f"top-level config key {key!r} is MMEngine's, not hookline's: "
+                           f"{MMENGINE_POINTERS[key]}")
+    if key in FOREIGN_ARGUMENTS:  # the Runner's own table: the two paths say the same
+        return ConfigError(f"top-level config key {key!r} is not a hookline Runner argument; "
+                           f"instead: {FOREIGN_ARGUMENTS[key]}")
+    return None
+
 
 def validate_config(cfg: Mapping, accepted: Sequence[str], *, for_training: bool = False) -> None:
     """Raise :class:`ConfigError` for the first problem in ``cfg``; ``accepted`` are the
-    Runner's argument names (``custom_imports`` and ``num_threads`` are always accepted);
+    Runner's argument names (:data:`CONFIG_KEYS` are always accepted);
     ``for_training`` also requires what ``runner.train()`` needs."""
-    allowed = [*accepted, "custom_imports", "num_threads"]
+    allowed = [*accepted, *CONFIG_KEYS]
     for key in cfg:
-        if key in MMENGINE_KEYS:
-            raise ConfigError(f"unknown top-level config key {key!r}: hookline's name for MMEngine's "
-                              f"{key} is {MMENGINE_KEYS[key]}")
-        if key not in allowed:
-            raise ConfigError.unknown("top-level config key", key, allowed)
+        if key in allowed:
+            continue
+        foreign = _foreign_key(key)
+        if foreign is not None:
+            raise foreign
+        raise ConfigError.unknown("top-level config key", key, allowed)
     if "model" in allowed and "model" not in cfg:
         raise ConfigError("the config has no 'model'; e.g. model: {type: DigitsCNN} "
                           f"(registered models: {', '.join(MODELS.names()) or 'none'})")

@@ -31,13 +31,20 @@ from hookline.engine.torch_args import check_dataloader, run_check_args
 
 from .spec import check_spec, spec_kwargs
 
-__all__ = ["check_hook", "is_builtin_hook"]
+__all__ = ["check_hook", "is_builtin_hook", "is_refusal"]
 
 
 def is_builtin_hook(target: Any) -> bool:
     """Whether ``target`` is one of hookline's hook classes, whose constructors only validate
     and store their arguments (tests/app/test_config_errors.py holds them to that)."""
     return isinstance(target, type) and target.__module__.startswith("hookline.hooks.")
+
+
+def is_refusal(target: Any) -> bool:
+    """Whether ``target`` is a stand-in of :mod:`hookline.compat.unsupported` for a hook the
+    compat layers do not port: calling it only raises the error naming the alternative."""
+    return callable(target) and not isinstance(target, type) \
+        and getattr(target, "__module__", "") == "hookline.compat.unsupported"
 
 
 def check_hook(spec: Any, where: str) -> None:
@@ -51,6 +58,8 @@ def check_hook(spec: Any, where: str) -> None:
         except ConfigError as exc:
             raise ConfigError(f"{where}.priority: {exc}") from None
     kwargs = spec_kwargs(spec, ignore=("priority",))
+    if is_refusal(target):  # an unported MMEngine hook: its stand-in raises the pointer
+        _construct(target, kwargs, where)
     loader = kwargs.get("dataloader")
     if isinstance(loader, Mapping):  # EvalHook: checked like the Runner's val_dataloader
         if loader.get("dataset") is not None:

@@ -33,6 +33,7 @@ from hookline.engine.evaluator import METRICS
 from hookline.engine.loops import train_loop_config
 from hookline.engine.registries import (
     DATASETS,
+    HOOKS,
     LOOPS,
     LOSSES,
     MODELS,
@@ -54,7 +55,7 @@ from hookline.engine.torch_args import (
 from .hooks import check_hook
 from .spec import PLAIN, check_spec, spec_kwargs
 
-__all__ = ["CHECKS"]
+__all__ = ["CHECKS", "config_scope"]
 
 
 # -- one checker per top-level key ---------------------------------------------------------------
@@ -103,7 +104,10 @@ def _schedulers(spec: Any, where: str, cfg: Mapping) -> None:
 
 def _dataloader(spec: Any, where: str, _cfg: Mapping) -> None:
     if isinstance(spec, Mapping) and spec.get("dataset") is not None:
-        check_spec(DATASETS, spec["dataset"], f"{where}.dataset")
+        target = check_spec(DATASETS, spec["dataset"], f"{where}.dataset")
+        dataset = spec["dataset"]
+        if isinstance(dataset, Mapping) and "_scope_" in dataset:  # built in its scope: the class
+            spec = {**spec, "dataset": {**spec_kwargs(dataset), "type": target}}
     check_dataloader(spec, where, datasets=DATASETS)
 
 
@@ -133,6 +137,11 @@ def _hooks(spec: Any, where: str, _cfg: Mapping) -> None:
 
 
 def _default_hooks(spec: Any, where: str, _cfg: Mapping) -> None:
+    if isinstance(spec, Mapping) and "runtime_info" in spec and spec["runtime_info"] is None:
+        raise ConfigError(f"{where}.runtime_info: hookline has no RuntimeInfoHook among its "
+                          "default hooks, so there is nothing to remove: the Runner itself keeps "
+                          "MMEngine's run information (lr, epoch, iter) in the message hub; "
+                          "delete the key (and {type: RuntimeInfoHook} is not needed either)")
     check_default_hooks(spec)
     known = {**DEFAULT_HOOKS, **LEGACY_DEFAULT_HOOKS}
     for key, item in (spec or {}).items():
@@ -192,9 +201,21 @@ def _lengths(value: Any, where: str, cfg: Mapping) -> None:
         raise ConfigError("give max_epochs or max_iters, not both")
 
 
-def _int(value: Any, where: str, _cfg: Mapping) -> None:
+def _seed(value: Any, where: str, _cfg: Mapping) -> None:
+    if value is None:
+        raise ConfigError(f"{where} must be an int; hookline always seeds its runs (null, "
+                          "MMEngine's random seed, is not supported): give a number, e.g. seed: 0")
     if not isinstance(value, int) or isinstance(value, bool):
         raise ConfigError(f"{where} must be an int, got {value!r}")
+
+
+def _experiment_name(value: Any, where: str, _cfg: Mapping) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError(f"{where} must be a name (a non-empty string), got {value!r}")
+
+
+def _default_scope(_value: Any, _where: str, cfg: Mapping) -> None:
+    config_scope(cfg)
 
 
 def _count(value: Any, where: str, _cfg: Mapping) -> None:
@@ -206,10 +227,11 @@ def _fast_data(value: Any, where: str, _cfg: Mapping) -> None:
 
 
 def _checkpoint_path(value: Any, where: str, _cfg: Mapping) -> None:
-    if value is None or (where == "resume" and value == "auto"):
+    # resume: true / false are MMEngine's (true: resume load_from, else the newest checkpoint)
+    if value is None or (where == "resume" and (value == "auto" or isinstance(value, bool))):
         return
     if not isinstance(value, (str, Path)):
-        raise ConfigError(f"{where} must be 'auto' or a checkpoint path, got {value!r}"
+        raise ConfigError(f"{where} must be 'auto', true, false or a checkpoint path, got {value!r}"
                           if where == "resume" else f"{where} must be a checkpoint path, got {value!r}")
     if not Path(value).exists():
         raise ConfigError(f"{where}: checkpoint {str(value)!r} not found"
@@ -243,7 +265,9 @@ CHECKS: dict[str, Callable[[Any, str, Mapping], None]] = {
     "max_epochs": _lengths,
     "max_iters": _lengths,
     "val_interval": _positive_int,
-    "seed": _int,
+    "seed": _seed,
+    "experiment_name": _experiment_name,
+    "default_scope": _default_scope,
     "num_threads": _positive_int,
     "device": _device,
     "resume": _checkpoint_path,
@@ -252,3 +276,30 @@ CHECKS: dict[str, Callable[[Any, str, Mapping], None]] = {
     "fast_data": _fast_data,
     "signal_sync_interval": _count,
 }
+
+
+def config_scope(cfg: Mapping) -> str | None:
+    """The config's ``default_scope`` (MMEngine's key): the registry scope whose names win
+    while the config is checked and its Runner built; None when it names none.
+
+    Example::
+
+        >>> config_scope({"default_scope": "mmengine"}), config_scope({})
+        ('mmengine', None)
+        >>> config_scope({"default_scope": "mmnothing"})
+        Traceback (most recent call last):
+        ...
+        hookline.core.errors.ConfigError: default_scope: no registry has scope 'mmnothing' ...
+    """
+    scope = cfg.get("default_scope")
+    if scope is None:
+        return None
+    if not isinstance(scope, str) or not scope:
+        raise ConfigError(f"default_scope must be a scope name such as mmengine, got {scope!r}")
+    if HOOKS.find_scope(scope) is None and MODELS.find_scope(scope) is None:
+        known = sorted({r.scope for root in (HOOKS, MODELS) for r in root.descendants()
+                        if r.scope})
+        raise ConfigError(f"default_scope: no registry has scope {scope!r} (known scopes: "
+                          f"{', '.join(known) or 'none'}; a project's scope is known once "
+                          "custom_imports imports its registry)")
+    return scope

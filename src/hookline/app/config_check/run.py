@@ -36,6 +36,8 @@ from hookline.engine.registries import HOOKS, MODELS
 from hookline.engine.step import own_method
 from hookline.hooks import CheckpointHook, EarlyStoppingHook, EvalHook
 
+from .spec import check_spec, spec_kwargs
+
 __all__ = ["check_run"]
 
 _EXAMPLE_LOADER = "{dataset: {type: DigitsDataset, split: train}, batch_size: 32}"
@@ -61,8 +63,7 @@ def _model(cfg: Mapping) -> Any:
     """The model's class (or the model object), or None when the config does not say."""
     spec = cfg.get("model")
     if isinstance(spec, Mapping):
-        kind = spec.get("type")
-        return MODELS.get(kind) if isinstance(kind, str) else kind
+        return check_spec(MODELS, spec, "model") if "type" in spec else None
     return spec
 
 
@@ -95,7 +96,9 @@ def _hooks(cfg: Mapping) -> Iterator[tuple[str, type, dict[str, Any]]]:
         entries += [(f"default_hooks.{key}", spec) for key, spec in cfg["default_hooks"].items()]
     for where, spec in entries:
         if isinstance(spec, Mapping) and isinstance(spec.get("type"), str):
-            yield where, HOOKS.get(spec["type"]), {k: v for k, v in spec.items() if k != "type"}
+            kind = check_spec(HOOKS, spec, where, ignore=("priority",))  # as built (_scope_ too)
+            if isinstance(kind, type):  # a function registered as a hook builder is no class
+                yield where, kind, spec_kwargs(spec, ignore=("priority",))
         elif spec is not None and not isinstance(spec, Mapping):
             yield where, type(spec), {name: getattr(spec, name, None)
                                       for name in ("monitor", "save_best", "metrics")}

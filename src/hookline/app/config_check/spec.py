@@ -18,12 +18,27 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hookline.core import ConfigError, Registry
-from hookline.core.registry import check_call
+from hookline.core.registry import MISSING, accepted_keywords, check_call, using_scope
 
-__all__ = ["PLAIN", "check_spec", "example", "spec_kwargs"]
+__all__ = ["MMENGINE_ARGUMENTS", "PLAIN", "check_spec", "example", "scope_taking", "spec_kwargs"]
 
 #: the types a config file's values have (anything else came from Python code)
 PLAIN = (str, int, float, bool, list, type(None))
+
+
+#: MMEngine arguments hookline does not take (docs/porting.md, "Not supported") -> instead
+MMENGINE_ARGUMENTS = {
+    "paramwise_cfg": "per-parameter learning rates and decay are not supported: give the "
+                     "optimizer param groups yourself (in Python)",
+    "convert_to_iter_based": "write the schedule in iterations (by_epoch: false, with begin/end "
+                             "in iterations)",
+    "save_begin": "hookline's CheckpointHook saves from the first interval on; keep fewer "
+                  "files with max_keep_ckpts",
+    "published_keys": "checkpoints are not published (no hash in the file name); the saved "
+                      "checkpoint holds everything needed to resume",
+    "backend_args": "hookline reads and writes local files only (no remote storage backends)",
+    "file_client_args": "hookline reads and writes local files only (no remote storage backends)",
+}
 
 
 def check_spec(registry: Registry, spec: Any, where: str, *, ignore: Sequence[str] = (),
@@ -33,7 +48,9 @@ def check_spec(registry: Registry, spec: Any, where: str, *, ignore: Sequence[st
 
     Objects (anything but plain data) are accepted as they are: a Python
     config may hold a ready model or hook. ``ignore`` are keys the builder
-    consumes itself; ``injected`` are arguments the builder supplies.
+    consumes itself; ``injected`` are arguments the builder supplies. A
+    ``_scope_`` key (MMEngine's) looks the type up in that scope's registry,
+    as building it does.
     """
     if not isinstance(spec, Mapping):
         if isinstance(spec, PLAIN):
@@ -43,25 +60,93 @@ def check_spec(registry: Registry, spec: Any, where: str, *, ignore: Sequence[st
     if "type" not in spec:
         raise ConfigError(f"{where} has no 'type'; registered {registry.name} types: "
                           f"{_listing(registry)}")
+    registry, scope = _scope_registry(registry, spec, where)
+    with using_scope(scope):
+        return _check_type(registry, spec, where, ignore, injected)
+
+
+def _scope_registry(registry: Registry, spec: Mapping, where: str) -> tuple[Registry, str | None]:
+    """The registry a spec's ``_scope_`` names (and that scope), else ``registry`` and None."""
+    if "_scope_" not in spec:
+        return registry, None
+    scope = spec["_scope_"]
+    found = registry.find_scope(scope) if isinstance(scope, str) and scope else None
+    if found is None:
+        known = sorted({r.scope for r in (registry.root, *registry.root.descendants())
+                        if r.scope})
+        raise ConfigError(f"{where}._scope_: no {registry.name} registry has scope {scope!r} "
+                          f"(known scopes: {', '.join(known) or 'none'})")
+    return found, scope
+
+
+def _check_type(registry: Registry, spec: Mapping, where: str, ignore: Sequence[str],
+                injected: Sequence[str]) -> Any:
+    """:func:`check_spec` of a spec with a ``type``, in the registry it is looked up in."""
     kind = spec["type"]
     try:
-        target = registry.get(kind) if isinstance(kind, str) else kind
-        kwargs = {k: v for k, v in spec.items() if k != "type" and k not in ignore}
+        # Registry.get, not registry.get: a subclass's get may return None for unknown names
+        target = Registry.get(registry, kind) if isinstance(kind, str) else kind
+        kwargs = spec_kwargs(spec, ignore)
+        _refuse_mmengine_arguments(target, kwargs)
         for name in injected:
             if name in kwargs:
                 raise ConfigError(f"{name!r} is filled in by the Runner; remove it")
             if _accepts(target, name):
                 kwargs[name] = None
         label = kind if isinstance(kind, str) else getattr(kind, "__name__", repr(kind))
-        check_call(target, kwargs, f"{registry.name} type {label!r}")
+        try:
+            check_call(target, kwargs, f"{registry.name} type {label!r}")
+        except ConfigError as exc:
+            other = scope_taking(registry, kind, kwargs, target) if isinstance(kind, str) \
+                else None
+            if other is None:
+                raise
+            raise ConfigError(f"{exc}; {other} takes these arguments: give "
+                              f"{{'type': {other!r}}} for it") from None
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     return target
 
 
+def _refuse_mmengine_arguments(target: Any, kwargs: Mapping[str, Any]) -> None:
+    """A :class:`ConfigError` for an MMEngine argument hookline does not port, unless the
+    target names it in its own signature."""
+    for name in kwargs:
+        if name in MMENGINE_ARGUMENTS and not _names(target, name):
+            raise ConfigError(f"MMEngine's {name} is not supported by hookline: "
+                              f"{MMENGINE_ARGUMENTS[name]}")
+
+
+def scope_taking(registry: Registry, name: str, kwargs: Mapping[str, Any],
+                 target: Any = None) -> str | None:
+    """``'scope.name'`` of another registry in ``registry``'s tree whose ``name`` (another
+    object than ``target``) takes all of ``kwargs`` (a bare ``EMAHook`` given mmcv's
+    arguments: ``mmcv.EMAHook``), as the Runner's builder names it; None when there is none."""
+    if "." in name:
+        return None
+    fallback = None  # one that takes **kwargs: named only when no signature lists them all
+    for other in registry.root.descendants():
+        found = other.own(name)
+        if other is registry or found is MISSING or found is target or not callable(found):
+            continue
+        accepted = accepted_keywords(found)
+        if accepted is None:
+            fallback = fallback or f"{other.scope}.{name}"
+        elif set(kwargs) <= accepted:
+            return f"{other.scope}.{name}"
+    return fallback
+
+
 def spec_kwargs(spec: Mapping, ignore: Sequence[str] = ()) -> dict:
-    """The constructor arguments of a ``{"type": ...}`` entry."""
-    return {k: v for k, v in spec.items() if k != "type" and k not in ignore}
+    """The constructor arguments of a ``{"type": ...}`` entry (``_scope_`` is not one)."""
+    return {k: v for k, v in spec.items() if k not in ("type", "_scope_") and k not in ignore}
+
+
+def _names(target: Any, name: str) -> bool:
+    try:
+        return name in inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _accepts(target: Any, name: str) -> bool:

@@ -264,8 +264,8 @@ def load(runner: Runner, path: str | Path, *, resume: bool = True,
                                           logger=runner.logger)
     try:
         runner.hooks.call(runner, "after_load_checkpoint", checkpoint=checkpoint)
-    except HookError as exc:
-        raise CheckpointError(path, f"does not fit this run: {exc}") from exc
+    except HookError as exc:  # the hook's message says whether the file or the hook is at fault
+        raise CheckpointError(path, f"a hook failed as it was loaded: {exc}") from exc
     apply(runner, checkpoint, resume=resume, strict=resume, path=path)
     if resume:
         runner.logger.info("resumed from %s, continuing %s", path,

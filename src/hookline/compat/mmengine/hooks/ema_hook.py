@@ -73,11 +73,24 @@ class EMAHook(Hook):
         self.ema_model: Any = None
 
     def before_run(self, runner: Any) -> None:
+        self._build_average(runner)
+
+    def _build_average(self, runner: Any) -> None:
+        """Build the averaged model of ``runner.model``, unless this hook already averages
+        that model (a checkpoint loaded before ``test()`` / ``val()`` has filled it in)."""
         model = runner.model
         if is_model_wrapper(model):
             model = model.module
+        if self.ema_model is not None and self.src_model is model:
+            return
         self.src_model = model
         self.ema_model = MODELS.build(self.ema_cfg, default_args=dict(model=model))
+
+    def before_val(self, runner: Any) -> None:
+        self._build_average(runner)  # val() / test() without before_run: MMEngine builds first
+
+    def before_test(self, runner: Any) -> None:
+        self._build_average(runner)
 
     def before_train(self, runner: Any) -> None:
         # None: not known yet (a train loader without a length); nothing to check then
@@ -112,10 +125,12 @@ class EMAHook(Hook):
         self._swap_ema_parameters()
 
     def before_save_checkpoint(self, runner: Any, checkpoint: dict[str, Any]) -> None:
+        self._build_average(runner)  # runner.save_checkpoint() before any run
         checkpoint["ema_state_dict"] = self.ema_model.state_dict()
         self._swap_ema_state_dict(checkpoint)
 
     def after_load_checkpoint(self, runner: Any, checkpoint: dict[str, Any]) -> None:
+        self._build_average(runner)  # runner.load_checkpoint() may come before any run
         resuming = getattr(runner, "resume_from", None) is not None
         if "ema_state_dict" in checkpoint and resuming:
             self._swap_ema_state_dict(checkpoint)
