@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import hookline.compat.mmengine.hooks as hooks
+import hookline.compat.mmengine.optim  # noqa: F401  (the mmengine-scoped schedulers)
 from hookline.compat.mmengine.registry import HOOKS as MMENGINE_HOOKS
 from hookline.compat.unsupported import MMENGINE_HOOKS as REFUSED_HOOKS
 from hookline.compat.unsupported import MMENGINE_SCHEDULERS, MODULES
@@ -56,3 +57,28 @@ def test_other_missing_names_are_still_plain_attribute_errors():
     with pytest.raises(ImportError, match="cannot import name 'NoSuchHook'"):
         exec("from hookline.compat.mmengine.hooks import NoSuchHook", {})
     assert not hasattr(hooks, "NoSuchHook")
+
+
+def test_the_torch_schedulers_named_instead_keep_mmengines_behaviour():
+    """MMEngine's OneCycleLR leaves momentum alone (torch's cycles it by default); a plateau
+    scheduler monitors a metric as validation reports it (no 'val/' prefix)."""
+    assert "'cycle_momentum': False" in MMENGINE_SCHEDULERS["OneCycleLR"]
+    assert "eta_max" in MMENGINE_SCHEDULERS["OneCycleLR"]
+    assert "'monitor': 'loss'" in MMENGINE_SCHEDULERS["ReduceOnPlateauLR"]
+    assert "val/loss" not in MMENGINE_SCHEDULERS["ReduceOnPlateauLR"]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"optimizer": None, "optim_wrapper": {"optimizer": {"type": "SGD", "lr": 0.1},
+                                           "paramwise_cfg": {"norm_decay_mult": 0.0}}},
+     r"optim_wrapper: MMEngine's paramwise_cfg is not supported by hookline: per-parameter"),
+    ({"optimizer": {"type": "SGD", "lr": 0.1},
+      "param_scheduler": [{"type": "mmengine.LinearLR", "begin": 0, "end": 5,
+                           "convert_to_iter_based": True}]},
+     r"param_scheduler\[0\]: MMEngine's convert_to_iter_based is not supported by hookline: "
+     r"write the schedule in iterations"),
+])
+def test_the_runner_names_what_to_write_instead_of_unported_mmengine_options(kwargs, message,
+                                                                               tmp_path):
+    with pytest.raises(ConfigError, match=message):
+        make_runner(tmp_path, **kwargs)

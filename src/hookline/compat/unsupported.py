@@ -26,11 +26,14 @@ from hookline.core import ConfigError
 
 _PROFILER = "use hookline's ProfilerHook (hookline.hooks.ProfilerHook; docs/logging.md)"
 _TASK = "it is task code (the project's own visualizer or test-time augmentation), not hook API"
-_ONE_CYCLE = "use torch's OneCycleLR in param_scheduler ({'type': 'OneCycleLR', ...})"
+_ONE_CYCLE = ("use torch's OneCycleLR in param_scheduler ({'type': 'OneCycleLR', 'max_lr': "
+              "<MMEngine's eta_max>, 'cycle_momentum': False, ...}: MMEngine's OneCycleLR "
+              "leaves momentum alone, torch's cycles it unless cycle_momentum is False)")
 _RESTART = ("use torch's CosineAnnealingWarmRestarts in param_scheduler "
             "({'type': 'CosineAnnealingWarmRestarts', ...})")
 _PLATEAU = ("use torch's ReduceLROnPlateau in param_scheduler with the metric to watch "
-            "({'type': 'ReduceLROnPlateau', 'monitor': 'val/loss', ...}; docs/optim_and_checkpoints.md)")
+            "({'type': 'ReduceLROnPlateau', 'monitor': 'loss', ...}: a validation metric's "
+            "name as validation reports it, without 'val/'; docs/optim_and_checkpoints.md)")
 
 #: MMEngine hooks hookline does not port -> what to use instead
 MMENGINE_HOOKS: dict[str, str] = {

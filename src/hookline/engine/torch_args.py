@@ -42,6 +42,7 @@ from hookline.core.registry import check_call
 
 from .checks import boolean, finite_float, is_number, non_negative_int, one_of, positive_int
 from .data import DATALOADER_KEYS
+from .mmengine_options import refuse_mmengine_options
 from .optim_wrapper import check_clip_grad
 from .registries import LOSSES, OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS
 from .schedule_length import fill_run_lengths
@@ -225,6 +226,7 @@ def check_optimizer(spec: Any, where: str = "optimizer") -> torch.optim.Optimize
 
 
 def _call_check(target: Any, kwargs: Mapping[str, Any], what: str, where: str) -> None:
+    refuse_mmengine_options(target, kwargs, where)  # paramwise_cfg ...: what to write instead
     try:
         check_call(target, kwargs, what)
     except ConfigError as exc:

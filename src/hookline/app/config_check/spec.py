@@ -19,6 +19,7 @@ from typing import Any
 
 from hookline.core import ConfigError, Registry
 from hookline.core.registry import MISSING, accepted_keywords, check_call, using_scope
+from hookline.engine.mmengine_options import MMENGINE_OPTIONS, refuse_mmengine_options
 
 __all__ = ["MMENGINE_ARGUMENTS", "PLAIN", "check_spec", "example", "scope_taking", "spec_kwargs"]
 
@@ -27,18 +28,7 @@ PLAIN = (str, int, float, bool, list, type(None))
 
 
 #: MMEngine arguments hookline does not take (docs/porting.md, "Not supported") -> instead
-MMENGINE_ARGUMENTS = {
-    "paramwise_cfg": "per-parameter learning rates and decay are not supported: give the "
-                     "optimizer param groups yourself (in Python)",
-    "convert_to_iter_based": "write the schedule in iterations (by_epoch: false, with begin/end "
-                             "in iterations)",
-    "save_begin": "hookline's CheckpointHook saves from the first interval on; keep fewer "
-                  "files with max_keep_ckpts",
-    "published_keys": "checkpoints are not published (no hash in the file name); the saved "
-                      "checkpoint holds everything needed to resume",
-    "backend_args": "hookline reads and writes local files only (no remote storage backends)",
-    "file_client_args": "hookline reads and writes local files only (no remote storage backends)",
-}
+MMENGINE_ARGUMENTS = MMENGINE_OPTIONS  # the Runner's table (hookline.engine.mmengine_options)
 
 
 def check_spec(registry: Registry, spec: Any, where: str, *, ignore: Sequence[str] = (),
@@ -110,11 +100,11 @@ def _check_type(registry: Registry, spec: Mapping, where: str, ignore: Sequence[
 
 def _refuse_mmengine_arguments(target: Any, kwargs: Mapping[str, Any]) -> None:
     """A :class:`ConfigError` for an MMEngine argument hookline does not port, unless the
-    target names it in its own signature."""
-    for name in kwargs:
-        if name in MMENGINE_ARGUMENTS and not _names(target, name):
-            raise ConfigError(f"MMEngine's {name} is not supported by hookline: "
-                              f"{MMENGINE_ARGUMENTS[name]}")
+    target names it in its own signature (the Runner's check, same words)."""
+    try:
+        refuse_mmengine_options(target, kwargs, "")
+    except ConfigError as exc:
+        raise ConfigError(str(exc).removeprefix(": ")) from None
 
 
 def scope_taking(registry: Registry, name: str, kwargs: Mapping[str, Any],
