@@ -4,16 +4,26 @@ skipping batches once after a resume, and moving batches to a device with their 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 
 import pytest
 import torch
-from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, Sampler, TensorDataset
+from torch.utils.data import (
+    BatchSampler,
+    DataLoader,
+    DistributedSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    TensorDataset,
+)
 
-from hookline import ConfigError
+from hookline import ConfigError, Runner
 from hookline.engine.data import (
     EpochSampler,
     build_dataloader,
+    check_has_batches,
     move_to,
     set_epoch,
     skip_batches,
@@ -219,3 +229,62 @@ def test_move_to_changes_the_device_of_every_tensor():
     moved = move_to(batch, target)
     assert moved["pair"].inputs.device.type == target.type and type(moved["pair"]) is Pair
     assert moved["list"][0].device.type == target.type and moved["n"] == 1
+
+
+def test_a_loader_built_with_batch_sampler_keeps_its_batches():
+    """``DataLoader(batch_sampler=BatchSampler(...))`` has batch_size None: the rebuilt loader
+    takes the batch sampler's size and drop_last."""
+    data = dataset(12)
+    for drop_last, sizes in ((False, [5, 5, 2]), (True, [5, 5])):
+        given = DataLoader(data, batch_sampler=BatchSampler(SequentialSampler(data), 5, drop_last))
+        built = build(given)
+        assert [len(targets) for _, targets in built] == sizes
+        assert order(built) == order(given)
+
+
+def test_a_dataloader_subclass_is_kept_with_its_own_batches(caplog):
+    class DictLoader(DataLoader):
+        def __iter__(self):
+            for inputs, targets in super().__iter__():
+                yield {"x": inputs, "y": targets}
+
+    given = DictLoader(dataset(8), batch_size=4, shuffle=True)
+    with caplog.at_level(logging.WARNING, logger="test_data"):
+        assert build(given) is given
+    assert "DictLoader (a DataLoader subclass): kept as is" in caplog.text
+
+
+@pytest.mark.parametrize(("loader", "training", "message"), [
+    (DataLoader(dataset(0), batch_size=4), True, "its dataset has 0 samples"),
+    (DataLoader(dataset(3), batch_size=8, drop_last=True), True,
+     "its dataset has 3 samples, fewer than batch_size=8, and drop_last=True drops them"),
+    (DataLoader(dataset(0), batch_size=4), False, "its dataset has 0 samples"),
+])
+def test_a_loader_with_nothing_to_run_is_one_config_error(loader, training, message):
+    with pytest.raises(ConfigError, match=f"loader gives no batches: {message}"):
+        check_has_batches(loader, "loader", training=training)
+    check_has_batches(DataLoader(dataset(3), batch_size=8), "loader", training=True)
+
+
+def test_an_empty_training_set_is_refused_when_the_runner_is_built(tmp_path):
+    for kwargs in ({"max_epochs": 2}, {"max_iters": 5}):  # was: a silent no-op / ZeroDivisionError
+        with pytest.raises(ConfigError, match="train_dataloader gives no batches"):
+            Runner(torch.nn.Linear(1, 2), optimizer={"type": "SGD", "lr": 0.1},
+                   loss_fn=torch.nn.CrossEntropyLoss(), work_dir=tmp_path,
+                   train_dataloader=DataLoader(dataset(0), batch_size=4), **kwargs)
+
+
+def test_move_to_keeps_dataclasses_and_mapping_types():
+    @dataclasses.dataclass
+    class Batch:
+        x: torch.Tensor
+        lengths: list
+
+    meta = torch.device("meta")
+    moved = move_to(Batch(torch.ones(2), [torch.ones(1)]), meta)
+    assert isinstance(moved, Batch) and moved.x.device == meta and moved.lengths[0].device == meta
+    ordered = move_to(collections.OrderedDict(b=torch.ones(1), a=torch.ones(1)), meta)
+    assert type(ordered) is collections.OrderedDict and list(ordered) == ["b", "a"]
+    default = move_to(collections.defaultdict(list, a=torch.ones(1)), meta)
+    assert type(default) is collections.defaultdict and default.default_factory is list
+    assert default["a"].device == meta

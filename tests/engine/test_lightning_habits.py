@@ -411,6 +411,6 @@ def test_hookline_train_runs_a_lightning_style_model_from_a_config(tmp_path):
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     log = next((tmp_path / "work").glob("*/log.txt")).read_text()
-    assert "lr: 1.000e-01" in log and "lr: 5.000e-02" in log  # StepLR per epoch
+    assert "lr: 1.0000e-01" in log and "lr: 5.0000e-02" in log  # StepLR per epoch
     assert "Epoch(val) [2]" in log and "accuracy" in log
 

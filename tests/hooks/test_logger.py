@@ -10,6 +10,7 @@ import re
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -76,7 +77,7 @@ def test_train_lines_follow_mmengine_layout(epoch_run) -> None:
         positions.append((int(match["epoch"]), int(match["batch"])))
     assert positions == [(1, 3), (1, 6), (1, 8), (2, 3), (2, 6), (2, 8)]
     # padded batch index keeps columns aligned: "[1][3/8]" has width 1 here, so no padding
-    assert lines[0].startswith("Epoch(train) [1][3/8]  lr: 1.000e-02  eta: ")
+    assert lines[0].startswith("Epoch(train) [1][3/8]  lr: 1.0000e-02  eta: ")
 
 
 def test_jsonl_train_records(epoch_run) -> None:
@@ -281,3 +282,55 @@ def test_docstring_examples(name: str) -> None:
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+class NumpyOutputs(torch.nn.Module):
+    """A step that returns NumPy and Python numbers beside the loss (MMEngine's hub takes
+    NumPy numbers; a Lightning user returns values instead of self.log)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.layer(x)
+
+    def training_step(self, batch):
+        x, y = batch
+        loss = torch.nn.functional.cross_entropy(self(x), y)
+        return {"loss": loss, "np_half": np.float32(0.5), "np_count": np.int64(3),
+                "np_array": np.array([2.0]), "flag": np.bool_(True)}
+
+    def validation_step(self, batch):
+        x, y = batch
+        return {"loss": torch.nn.functional.cross_entropy(self(x), y), "py": 0.25,
+                "np": np.float32(0.75)}
+
+
+def test_numpy_and_python_numbers_in_step_outputs_are_logged(tmp_path):
+    runner = Runner(NumpyOutputs(), optimizer={"type": "SGD", "lr": 0.1}, max_epochs=1,
+                    train_dataloader=DataLoader(dataset(), batch_size=8),
+                    val_dataloader=DataLoader(dataset(), batch_size=16), work_dir=tmp_path,
+                    default_hooks={"logger": {"interval": 4}, "progress": None,
+                                   "checkpoint": None})
+    runner.train()
+    train = records(tmp_path, "train")[0]
+    assert (train["np_half"], train["np_count"], train["np_array"]) == (0.5, 3, 2.0)
+    assert "flag" not in train  # a bool is no scalar to average
+    val = records(tmp_path, "val")[0]
+    assert (val["py"], val["np"]) == (0.25, 0.75)
+
+
+def test_ignore_last_still_logs_an_epoch_no_longer_than_the_interval(tmp_path):
+    """MMEngine's rule: with ignore_last, the last shorter group of an epoch is not logged,
+    unless the epoch is no longer than the interval (then its end is its only line)."""
+    runner = make_runner(tmp_path, max_epochs=2, default_hooks={
+        "logger": {"type": "LoggerHook", "interval": 50, "ignore_last": True},
+        "checkpoint": None})
+    runner.train()
+    assert [line.split("]")[1] for line in train_lines(tmp_path)] == ["[8/8"] * 2
+    short = make_runner(tmp_path / "short", max_epochs=1, default_hooks={
+        "logger": {"type": "LoggerHook", "interval": 3, "ignore_last": True},
+        "checkpoint": None})
+    short.train()
+    assert [line.split("]")[1] for line in train_lines(tmp_path / "short")] == ["[3/8", "[6/8"]

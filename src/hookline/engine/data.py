@@ -17,6 +17,8 @@ Example::
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import logging
 import math
 from collections.abc import Iterator, Mapping
@@ -154,15 +156,28 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
     if loader.batch_sampler is None:
         return loader
     sampler = loader.sampler
-    if type(loader.batch_sampler) is not BatchSampler or not _replaceable(sampler):
+    if type(loader) is not DataLoader:  # its own __iter__ or batches: the user's, as in MMEngine
+        logger.warning("%s is a %s (a DataLoader subclass): kept as is; mid-epoch resume "
+                       "replays the data order only if its sampler is deterministic%s", name,
+                       type(loader).__name__,
+                       ", and on several processes it must shard the data itself"
+                       if world_size > 1 else "")
+        if pad and world_size > 1:
+            _check_same_length(loader, name)
+        return loader
+    batch_sampler = loader.batch_sampler
+    if type(batch_sampler) is not BatchSampler or not _replaceable(sampler):
+        custom = sampler if type(batch_sampler) is BatchSampler else batch_sampler
         logger.warning("%s has a custom sampler (%s): kept as is; mid-epoch resume replays the "
                        "data order only if that sampler is deterministic", name,
-                       type(sampler).__name__)
+                       type(custom).__name__)
         if pad and world_size > 1:
             _check_same_length(loader, name)
         return loader
     shuffle = isinstance(sampler, RandomSampler) or bool(getattr(sampler, "shuffle", False))
-    options = dict(batch_size=loader.batch_size, drop_last=loader.drop_last,
+    # the batch sampler's own size and drop_last: DataLoader(batch_sampler=...) has
+    # batch_size None and drop_last False itself
+    options = dict(batch_size=batch_sampler.batch_size, drop_last=batch_sampler.drop_last,
                    num_workers=loader.num_workers, collate_fn=loader.collate_fn,
                    pin_memory=loader.pin_memory, timeout=loader.timeout,
                    worker_init_fn=loader.worker_init_fn,
@@ -229,6 +244,32 @@ def loader_length(loader: Any) -> int | None:
         return None
 
 
+def check_has_batches(loader: Any, name: str, *, training: bool) -> None:
+    """One :class:`ConfigError` for a loader that gives nothing to run: an empty dataset, or
+    (``training``) no batch at all (``drop_last`` with a batch larger than the dataset).
+    An evaluation shard of one rank may be empty; the dataset may not.
+
+        >>> check_has_batches(DataLoader(range(3), batch_size=4, drop_last=True), "train_dataloader",
+        ...                   training=True)
+        Traceback (most recent call last):
+        ...
+        hookline.core.errors.ConfigError: train_dataloader gives no batches: its dataset has 3 ...
+    """
+    if loader is None:
+        return
+    dataset = getattr(loader, "dataset", None)
+    samples = loader_length(dataset) if dataset is not None else None
+    batches = loader_length(loader) if training else None
+    if samples != 0 and batches != 0:
+        return
+    why = f"its dataset has {samples} samples" if samples is not None else "it is empty"
+    batch_size = getattr(loader, "batch_size", None)
+    if samples and getattr(loader, "drop_last", False) and batch_size:
+        why += f", fewer than batch_size={batch_size}, and drop_last=True drops them"
+    raise ConfigError(f"{name} gives no batches: {why}; give it a dataset with samples "
+                      f"(or a smaller batch_size)")
+
+
 def set_epoch(loader: DataLoader[Any] | None, epoch: int) -> None:
     """Tell ``loader``'s sampler (and worker seeding) which epoch starts; an
     ``IterableDataset`` with a ``set_epoch`` method (e.g. Hugging Face's) gets it too."""
@@ -273,10 +314,26 @@ def move_to(batch: Any, device: torch.device) -> Any:
     if isinstance(batch, torch.Tensor):
         return batch if batch.device == device else batch.to(device, non_blocking=True)
     if isinstance(batch, Mapping):
-        return type(batch)({k: move_to(v, device) for k, v in batch.items()}) \
-            if type(batch) is dict else {k: move_to(v, device) for k, v in batch.items()}
+        moved = {k: move_to(v, device) for k, v in batch.items()}
+        return moved if cls is dict else _same_mapping(batch, moved)
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):
         return type(batch)(*(move_to(v, device) for v in batch))
     if isinstance(batch, (list, tuple)):
         return type(batch)(move_to(v, device) for v in batch)
+    if dataclasses.is_dataclass(batch) and not isinstance(batch, type):
+        # a collate_fn's dataclass: its fields moved, as Lightning's move_data_to_device does
+        fields = {f.name: move_to(getattr(batch, f.name), device)
+                  for f in dataclasses.fields(batch) if f.init}
+        return dataclasses.replace(batch, **fields)
     return batch
+
+
+def _same_mapping(batch: Mapping[Any, Any], moved: dict[Any, Any]) -> Any:
+    """``moved`` in ``batch``'s own mapping type (OrderedDict, defaultdict with its default,
+    a Mapping subclass taking a dict); a plain dict when that type cannot be rebuilt so."""
+    try:
+        if isinstance(batch, collections.defaultdict):
+            return type(batch)(batch.default_factory, moved)
+        return type(batch)(moved)
+    except Exception:  # a mapping type that does not take a dict
+        return moved

@@ -30,6 +30,7 @@ import torch
 from hookline.core import ConfigError, Registry
 
 from . import distributed
+from .message_hub import plain_number
 
 METRICS = Registry("metric", scope="hookline")
 
@@ -103,8 +104,15 @@ class Evaluator:
         preds, targets = outputs.get("preds"), outputs.get("targets")
         size = len(targets) if isinstance(targets, torch.Tensor) and targets.dim() else 1
         for key, value in outputs.items():
-            if key in ("preds", "targets") or not isinstance(value, torch.Tensor) \
-                    or value.numel() != 1:
+            if key in ("preds", "targets"):
+                continue
+            if not isinstance(value, torch.Tensor):  # a Python or NumPy number counts too
+                number = value if isinstance(value, (int, float)) and not isinstance(
+                    value, bool) else plain_number(value)
+                if number is None:
+                    continue
+                value = torch.tensor(float(number))
+            elif value.numel() != 1:
                 continue
             total = value.detach().double().reshape(()) * size
             self._sums[key] = self._sums[key] + total if key in self._sums else total

@@ -42,6 +42,21 @@ import torch
 from .history_buffer import HistoryBuffer, ScalarWindow, to_float
 
 
+def plain_number(value: Any) -> int | float | None:
+    """A NumPy scalar or one-element array as a Python number (MMEngine's message hub takes
+    them); None for anything else, bools included.
+
+        >>> import numpy as np
+        >>> plain_number(np.float32(0.5)), plain_number(np.array([3])), plain_number("3")
+        (0.5, 3, None)
+    """
+    if isinstance(value, (bool, str, bytes)) or type(value).__module__ != "numpy" \
+            or getattr(value, "size", 0) != 1 or value.dtype.kind not in "iuf":
+        return None
+    number = value.item()
+    return number if isinstance(number, (int, float)) else None
+
+
 class MessageHub:
     """Windowed scalar history plus a dict of run information."""
 
@@ -100,13 +115,16 @@ class MessageHub:
                 self.update_scalar(key, value)
 
     def update_many(self, prefix: str, values: dict[str, Any]) -> None:
-        """Record the scalar entries of ``values`` as ``prefix/name``."""
+        """Record the scalar entries of ``values`` as ``prefix/name`` (one-element tensors,
+        Python and NumPy numbers, one-element NumPy arrays; not bools)."""
         for name, value in values.items():
             if isinstance(value, torch.Tensor):
                 if value.numel() != 1:
                     continue
             elif not isinstance(value, (int, float)) or isinstance(value, bool):
-                continue
+                value = plain_number(value)
+                if value is None:
+                    continue
             self.update(f"{prefix}/{name}", value)
 
     def get_scalar(self, key: str) -> HistoryBuffer:

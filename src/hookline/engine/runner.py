@@ -44,7 +44,7 @@ from .checkpoint import CheckpointError, CheckpointWriter
 from .checks import positive_int
 from .closure_hook import ClosureHook
 from .config_dict import ConfigDict, plain_arguments
-from .data import build_dataloader, loader_length
+from .data import build_dataloader, check_has_batches, loader_length
 from .default_hooks import default_hook_specs, duplicated_default
 from .environment import release_at_exit, resolve_device, seed_everything
 from .evaluator import build_metrics
@@ -200,10 +200,13 @@ class Runner(RunnerAttributes, RunnerCheckpoints):
                                            world_size=self.world_size, logger=self.logger,
                                            datasets_registry=DATASETS)
         train = build_dataloader(train, name="train_dataloader", **loader_args)
+        check_has_batches(train, "train_dataloader", training=True)
         # evaluation shards are not padded: every sample counts once in the metrics
         val, test = (build_dataloader(loader, name=name, shuffle_default=False, pad=False,
                                       **loader_args)
                      for loader, name in ((val, "val_dataloader"), (test, "test_dataloader")))
+        check_has_batches(val, "val_dataloader", training=False)
+        check_has_batches(test, "test_dataloader", training=False)
         self.val_loop: ValLoop | None = ValLoop(self, val) if val is not None else None
         self.test_loop: ValLoop | None = TestLoop(self, test) if test is not None else None
         self._train_dataloader = train

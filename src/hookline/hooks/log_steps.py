@@ -38,18 +38,20 @@ def log_window(runner: Runner, batch_idx: int, interval: int, by_epoch: bool = T
 
     A log step is every ``interval``-th iteration: of the epoch (``by_epoch``
     in an epoch-based run, plus the last, shorter group of each epoch unless
-    ``ignore_last``) or of the whole run (plus the run's last iteration).
+    ``ignore_last``; an epoch no longer than ``interval`` logs its end even then,
+    as in MMEngine) or of the whole run (plus the run's last iteration).
     Called from ``after_train_iter``, before ``runner.iter`` advances.
     """
     per_epoch = by_epoch and runner.by_epoch
     done = batch_idx + 1 if per_epoch else runner.iter + 1
     if done % interval == 0:
         return interval
-    if ignore_last:
+    last = epoch_length(runner) if per_epoch else total_train_iters(runner)
+    if done != last:
         return None
-    if done == (epoch_length(runner) if per_epoch else total_train_iters(runner)):
-        return (done - 1) % interval + 1
-    return None
+    if ignore_last and not (per_epoch and last <= interval):
+        return None  # (an epoch no longer than the interval still logs its end, as in MMEngine)
+    return (done - 1) % interval + 1
 
 
 def _order(name: str) -> tuple[int, str]:

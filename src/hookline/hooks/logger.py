@@ -84,7 +84,7 @@ def _duration(seconds: float) -> str:
 def _train_line(where: str, record: dict[str, Any], values: dict[str, float], memory: int | None,
                 eta: float | None) -> str:
     """The text of a training log line (made on the logger's writer thread)."""
-    parts = [where] + [f"{k}: {v:.3e}" for k, v in record.items() if k.startswith("lr")]
+    parts = [where] + [f"{k}: {v:.4e}" for k, v in record.items() if k.startswith("lr")]
     if eta is not None:
         parts.append(f"eta: {_duration(eta)}")
     parts += [f"{k}: {values[k]:.4f}" for k in _LAST if k in values]
