@@ -35,6 +35,7 @@ from .default_hooks import check_default_hooks
 from .environment import check_device, check_work_dir
 from .hook import Hook
 from .hook_adapters import find_adapter
+from .schedulers_per_optimizer import per_optimizer, wrapper_names
 from .torch_args import (
     check_dataloader,
     check_loss,
@@ -88,7 +89,12 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
     given = optimizer if optimizer is not None else getattr(optim_wrapper, "optimizer", None)
     if dummy is None and isinstance(given, torch.optim.Optimizer):
         dummy = dummy_optimizer(given)
-    if dummy is not None:
+    names = wrapper_names(optim_wrapper)
+    if names is not None and isinstance(optim_wrapper, Mapping):  # several optimizers
+        for name, spec in per_optimizer(param_scheduler, names):
+            child = check_optim_wrapper(optim_wrapper[name], f"optim_wrapper.{name}")
+            check_schedulers(spec, child or dummy_optimizer(), f"param_scheduler.{name}")
+    elif dummy is not None:
         check_schedulers(param_scheduler, dummy)
     elif optimizer is None and optim_wrapper is None and param_scheduler not in (None, [], ()):
         raise ConfigError("param_scheduler needs an optimizer: pass optimizer= (e.g. "

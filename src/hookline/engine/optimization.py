@@ -28,6 +28,7 @@ from .build import build_schedulers
 from .configure_optimizers import build_optimization
 from .model_adapters import adapt_model
 from .schedule_length import SchedulerSteps, check_run_length, fill_run_lengths
+from .schedulers_per_optimizer import per_optimizer, wrapper_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from .optim_wrapper import OptimWrapperLike
@@ -42,7 +43,14 @@ def build_run_optimization(runner: Any, optimizer: Any, optim_wrapper: Any,
         wrapper, schedulers = build_optimization(optimizer, optim_wrapper, runner.model,
                                                  runner.metrics)
     steps = SchedulerSteps.of_run(runner.train_loop, wrapper)  # lengths left to the run
-    schedulers = schedulers + build_schedulers(fill_run_lengths(param_scheduler, steps),
-                                               getattr(wrapper, "optimizer", None))
+    names = wrapper_names(wrapper)
+    if names is None:
+        schedulers = schedulers + build_schedulers(fill_run_lengths(param_scheduler, steps),
+                                                   getattr(wrapper, "optimizer", None))
+    else:  # an OptimWrapperDict: by optimizer name, or the same list for each (MMEngine's)
+        for name, spec in per_optimizer(param_scheduler, names):
+            schedulers = schedulers + build_schedulers(
+                fill_run_lengths(spec, steps, f"param_scheduler.{name}"),
+                wrapper[name].optimizer)  # type: ignore[index]
     check_run_length(schedulers, steps)  # a OneCycleLR the run outlasts: an error now
     return wrapper, schedulers
