@@ -383,7 +383,27 @@ def test_amp_on_cpu_autocasts_to_bfloat16_without_a_scaler():
 def test_amp_dtype_accepts_names_and_torch_dtypes(dtype, expected):
     model = linear()
     wrapper = AmpOptimWrapper(optimizer=torch.optim.SGD(model.parameters(), lr=0.1), dtype=dtype)
-    assert wrapper.dtype == expected and wrapper.loss_scaler is None  # no scaler on CPU
+    assert wrapper.dtype == expected
+    # float16 gradients underflow on a CPU too: a loss scaler there as well; bfloat16 needs none
+    assert (wrapper.loss_scaler is not None) == (expected == torch.float16)
+
+
+def test_float16_on_cpu_scales_the_loss_as_given():
+    """MMEngine refuses AMP on a CPU; hookline runs it, and float16 keeps its loss scaling
+    (a static loss_scale was dropped silently before)."""
+    model = linear()
+    wrapper = AmpOptimWrapper(optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                              dtype="float16", loss_scale=512.0)
+    assert wrapper.loss_scaler is not None and wrapper.loss_scaler.get_scale() == 512.0
+    before = params_of(model)
+    x, y = batches(1)[0]
+    with wrapper.optim_context(model):
+        out = model(x)
+    assert out.dtype == torch.float16
+    wrapper.update_params(F.mse_loss(out.float(), y))
+    assert not torch.equal(model.weight, before[0]) and torch.isfinite(model.weight).all()
+    assert wrapper.loss_scaler.get_scale() == 512.0  # static: put back after the update
+    assert "loss_scaler" in wrapper.state_dict()
 
 
 @pytest.mark.parametrize("dtype", ["float8", "float32", "BF16x"])

@@ -82,17 +82,18 @@ class AmpOptimWrapper(OptimWrapper):
         self.dtype = dtype or (torch.float16 if self.device_type == "cuda" else torch.bfloat16)
         self._static_scale: float | None = None
         self.loss_scaler: torch.amp.GradScaler | None = None
-        if self.dtype == torch.float16 and self.device_type == "cuda":
+        if self.dtype == torch.float16:  # float16 gradients underflow on any device
             self.loss_scaler = self._make_scaler()
 
     def _make_scaler(self) -> torch.amp.GradScaler:
+        device = self.device_type
         if self.loss_scale == "dynamic":
-            return torch.amp.GradScaler("cuda")
+            return torch.amp.GradScaler(device)
         if isinstance(self.loss_scale, Mapping):
-            return torch.amp.GradScaler("cuda", **dict(self.loss_scale))
+            return torch.amp.GradScaler(device, **dict(self.loss_scale))
         # static: the scale is put back after every update, so it never grows or backs off
         self._static_scale = float(self.loss_scale)
-        return torch.amp.GradScaler("cuda", init_scale=self._static_scale)
+        return torch.amp.GradScaler(device, init_scale=self._static_scale)
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         return torch.autocast(device_type=self.device_type, dtype=self.dtype)
