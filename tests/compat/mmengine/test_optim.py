@@ -8,6 +8,7 @@ import torch
 from hookline import ConfigError, Hook
 from hookline.compat.mmengine.optim import (
     CosineAnnealingLR,
+    CosineAnnealingMomentum,
     LinearMomentum,
     MultiStepLR,
     OptimWrapper,
@@ -109,3 +110,11 @@ def test_mmengine_schedulers_step_every_iteration_while_gradients_accumulate(tmp
         [0.025, 0.05, 0.075, 0.1, 0.1, 0.1])
     assert lrs_with("LinearLR")[:7] == pytest.approx(
         [0.025, 0.025, 0.025, 0.04375, 0.04375, 0.04375, 0.0625])
+
+
+def test_a_momentum_scheduler_on_an_optimizer_without_momentum_is_one_config_error():
+    """MMEngine: "optimizer must support momentum"; a KeyError from inside hookline before."""
+    optimizer = torch.optim.Adagrad(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+    with pytest.raises(ConfigError, match="Adagrad.*has no 'momentum'.*SGD's momentum or "
+                                          "Adam's betas"):
+        CosineAnnealingMomentum(optimizer, T_max=4)

@@ -66,6 +66,12 @@ class _ParamScheduler:
         self.param_name = param_name
         self.begin, self.end, self.by_epoch, self.verbose = begin, end, by_epoch, verbose
         for index, group in enumerate(_groups(optimizer)):
+            if param_name not in group and not (param_name == "momentum" and "betas" in group):
+                raise ConfigError(f"{type(self).__name__}: the optimizer "
+                                  f"({type(optimizer).__name__}) has no {param_name!r} in "
+                                  f"param_groups[{index}] to schedule"
+                                  + (" (a momentum scheduler needs SGD's momentum or Adam's "
+                                     "betas)" if param_name == "momentum" else ""))
             key = f"initial_{param_name}"
             if last_step == -1:
                 group.setdefault(key, self._read(group))
