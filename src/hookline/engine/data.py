@@ -331,9 +331,10 @@ def move_to(batch: Any, device: torch.device) -> Any:
 def _same_mapping(batch: Mapping[Any, Any], moved: dict[Any, Any]) -> Any:
     """``moved`` in ``batch``'s own mapping type (OrderedDict, defaultdict with its default,
     a Mapping subclass taking a dict); a plain dict when that type cannot be rebuilt so."""
+    kind: Any = type(batch)
     try:
         if isinstance(batch, collections.defaultdict):
-            return type(batch)(batch.default_factory, moved)
-        return type(batch)(moved)
+            return kind(batch.default_factory, moved)
+        return kind(moved)
     except Exception:  # a mapping type that does not take a dict
         return moved

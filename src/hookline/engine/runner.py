@@ -27,11 +27,11 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from hookline.core import ConfigError, HookHandle
+from hookline.core import ConfigError
 
 from . import distributed
 from .arguments import (
@@ -42,24 +42,22 @@ from .arguments import (
 )
 from .checkpoint import CheckpointError, CheckpointWriter
 from .checks import positive_int
-from .closure_hook import ClosureHook
 from .config_dict import ConfigDict, plain_arguments
 from .data import build_dataloader, check_has_batches, loader_length
-from .default_hooks import default_hook_specs, duplicated_default
 from .environment import release_at_exit, resolve_device, seed_everything
 from .evaluator import build_metrics
 from .hook import Hook
-from .hook_adapters import adapt_hook
-from .hook_table import HookProfile, HookTable
+from .hook_table import HookTable
 from .logs import close_logger, make_logger, set_current_logger
 from .loops import TestLoop, TrainLoop, ValLoop, train_loop_config
 from .message_hub import MessageHub
 from .optimization import build_run_optimization
-from .registries import DATASETS, HOOKS, LOOPS, LOSSES, MODELS
+from .registries import DATASETS, LOOPS, LOSSES, MODELS
 from .run_header import log_run_header
 from .run_state import RunState
 from .runner_attributes import RunnerAttributes
 from .runner_checkpoints import RunnerCheckpoints
+from .runner_hooks import RunnerHooks
 from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal
 from .step import check_contract, make_step, make_train_step, wrap_for_training
 from .visualizer import Visualizer
@@ -68,7 +66,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .optim_wrapper import OptimWrapperLike
 
 
-class Runner(RunnerAttributes, RunnerCheckpoints):
+class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
     """Runs training (``train``), validation (``val``) and test (``test``) loops with hooks.
 
     See docs/engine.md for every argument; the short version: give a model,
@@ -220,10 +218,6 @@ class Runner(RunnerAttributes, RunnerCheckpoints):
         self.train_loop = LOOPS.build(cfg, runner=self, dataloader=train)
         self.state.by_epoch = self.train_loop.by_epoch
 
-    def _register_default_hooks(self, overrides: Mapping[str, Any] | None) -> None:
-        for key, spec in default_hook_specs(overrides).items():
-            self.register_hook(spec, _default_key=key)
-
     @staticmethod
     def build_dataloader(dataloader: Any, seed: int | None = None) -> Any:
         """A DataLoader from ``dataloader`` (a DataLoader or a config dict, see the
@@ -234,80 +228,6 @@ class Runner(RunnerAttributes, RunnerCheckpoints):
                                rank=distributed.get_rank(),
                                world_size=distributed.get_world_size(),
                                logger=logging.getLogger("hookline"), datasets_registry=DATASETS)
-
-    # -- hooks --------------------------------------------------------------------
-    def register_hook(self, hook: Hook | Mapping[str, Any], priority: Any = None, *,
-                      _default_key: str | None = None) -> HookHandle:
-        """Add a hook (an instance or a ``{"type": ...}`` config); returns its handle.
-
-        A Keras or Lightning callback is wrapped in its adapter hook
-        (:mod:`hookline.engine.hook_adapters`, docs/bridges.md).
-
-        Priority comes from the argument, then the config's ``priority``, then
-        the class; equal priorities keep registration order, defaults first.
-        """
-        instance: Hook  # HookTable.add refuses what is not a Hook
-        if isinstance(hook, Mapping):
-            cfg = dict(hook)
-            cfg_priority = cfg.pop("priority", None)
-            priority = priority if priority is not None else cfg_priority
-            instance = HOOKS.build(cfg)
-        else:
-            instance = hook
-        # a Keras or Lightning callback (given or built from a config) runs through its adapter
-        instance = adapt_hook(instance, self)
-        twin = None if _default_key is not None else duplicated_default(instance,
-                                                                         self.hooks.by_key())
-        if twin is not None:
-            self.logger.warning(
-                "%s is added next to the default %r hook, and both will run (e.g. two "
-                "checkpoints or two log lines each time); pass default_hooks={%r: None} to "
-                "keep only yours, or configure the default one with default_hooks={%r: {...}}",
-                type(instance).__name__, twin, twin, twin)
-        return self.hooks.add(instance, priority, is_default=_default_key is not None,
-                              key=_default_key)
-
-    def hook_table(self) -> str:
-        """The stage-by-hook call order, as text."""
-        return self.hooks.table()
-
-    def hook_profile(self) -> HookProfile:
-        """Calls and seconds per hook and stage since ``runner.hooks.start_profiling()``
-        (``print(runner.hook_profile())`` shows a table; see docs/logging.md)."""
-        return self.hooks.profile_report()
-
-    def call_hook(self, stage: str, **kwargs: Any) -> None:
-        """Call ``stage`` on the hooks that override it (MMEngine's name)."""
-        self.hooks.call(self, stage, **kwargs)
-
-    @overload
-    def on(self, stage: str, fn: Callable[..., Any], *, priority: Any = None, every: int = 1,
-           once: bool = False, when: Callable[..., bool] | None = None) -> HookHandle: ...
-
-    @overload
-    def on(self, stage: str, fn: None = None, *, priority: Any = None, every: int = 1,
-           once: bool = False, when: Callable[..., bool] | None = None
-           ) -> Callable[[Callable[..., Any]], HookHandle]: ...
-
-    def on(self, stage: str, fn: Callable[..., Any] | None = None, *, priority: Any = None,
-           every: int = 1, once: bool = False, when: Callable[..., bool] | None = None
-           ) -> HookHandle | Callable[[Callable[..., Any]], HookHandle]:
-        """Run a plain function at ``stage``; returns its :class:`HookHandle` (``.remove()``).
-
-        ``fn(runner, **stage_kwargs)`` gets the stage's arguments (or those it names:
-        ``fn(runner)``, ``fn()``, checked here); ``every``,
-        ``once`` and ``when`` filter like everywhere in hookline (see
-        :class:`~hookline.engine.closure_hook.ClosureHook`). Without ``fn`` it is a decorator::
-
-            @runner.on("after_train_iter", every=100)
-            def log(runner, batch_idx, data_batch=None, outputs=None): ...
-        """
-        if fn is None:
-            return lambda f: self.on(stage, f, priority=priority, every=every, once=once,
-                                     when=when)
-        hook = ClosureHook(stage, fn, priority=priority, every=every, once=once, when=when)
-        hook.handle = handle = self.register_hook(hook)
-        return handle
 
     # -- running --------------------------------------------------------------------
     def train(self) -> torch.nn.Module:
