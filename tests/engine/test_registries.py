@@ -3,6 +3,9 @@ that are not."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -87,3 +90,41 @@ def test_a_taken_name_cannot_be_registered_again():
 
 def test_tensor_dataset_is_registered_for_dataloader_configs():
     assert DATASETS.get("TensorDataset") is torch.utils.data.TensorDataset
+
+
+def _fresh_python(code: str) -> str:
+    """Run ``code`` in a new interpreter (nothing of hookline.compat imported yet)."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_mmengine_scoped_names_resolve_without_importing_compat_first():
+    out = _fresh_python(
+        "import sys, torch\n"
+        "from hookline import Runner\n"
+        "from hookline.engine.registries import HOOKS, MODELS, PARAM_SCHEDULERS\n"
+        "assert 'hookline.compat.mmengine' not in sys.modules\n"
+        "HOOKS.get('CheckpointHook')\n"
+        "assert 'hookline.compat.mmengine' not in sys.modules  # plain names never import it\n"
+        "print(PARAM_SCHEDULERS.get('mmengine.LinearLR').__module__)\n"
+        "print(HOOKS.get('mmengine.CheckpointHook').__module__)\n"
+        "print(HOOKS.get('mmcv.CheckpointHook').__module__)\n"
+        "print(MODELS.get('mmengine.BaseDataPreprocessor').__module__)\n"
+        "data = torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,)))\n"
+        "runner = Runner(torch.nn.Linear(4, 2), optimizer={'type': 'SGD', 'lr': 0.1},\n"
+        "    loss_fn=torch.nn.CrossEntropyLoss(), max_iters=2, device='cpu',\n"
+        "    train_dataloader=torch.utils.data.DataLoader(data, batch_size=4),\n"
+        "    param_scheduler=[{'type': 'mmengine.LinearLR', 'start_factor': 0.5, 'end': 2,\n"
+        "                      'by_epoch': False}],\n"
+        "    work_dir=__import__('tempfile').mkdtemp(),\n"
+        "    default_hooks={'logger': None, 'progress': None, 'checkpoint': None})\n"
+        "runner.train()\n"
+        "print(type(runner.param_schedulers[0][0]).__module__)\n")
+    lines = out.split()
+    assert lines[:4] == ["hookline.compat.mmengine.optim.scheduler",
+                         "hookline.compat.mmengine.hooks.adapters",
+                         "hookline.compat.mmcv.runner.hooks.adapters",
+                         "hookline.compat.mmengine.model.base_model"]
+    assert lines[-1].startswith("hookline.compat.mmengine")  # the Runner built it

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from hookline import Hook, HookError, Runner, TrainingInterrupted
+from hookline import ConfigError, Hook, HookError, Runner, TrainingInterrupted
 from hookline.engine.checkpoint import load_checkpoint_file, read_latest
 
 from .test_resume import assert_same_state
@@ -271,3 +271,154 @@ def test_a_deterministic_custom_sampler_resumes_mid_epoch_exactly(tmp_path, fast
     resumed = run(tmp_path / "again", resume=tmp_path / "first" / "mid.pth")
     assert resumed.iter == reference.iter == 24
     assert_same_state(final_state(resumed), final_state(reference))
+
+
+class SaveInAfterValEpoch(Hook):
+    """An MMEngine habit: a NORMAL-priority hook saving in ``after_val_epoch`` (before the
+    LOW ParamSchedulerHook, the LOWEST EarlyStoppingHook and CheckpointHook's best check)."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def after_val_epoch(self, runner, metrics=None) -> None:
+        if runner.epoch == self.epoch:
+            runner.save_checkpoint("in_after_val_epoch.pth")
+
+
+class DrawInValidation(Hook):
+    """Validation that draws from torch's RNG (test-time augmentation, a sampling model)."""
+
+    def after_val_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
+        torch.rand(3)
+
+
+def plateau_runner(work_dir, hooks=(), **kwargs) -> Runner:
+    """4 epochs; ReduceLROnPlateau cuts the rate after most validations."""
+    torch.manual_seed(0)
+    return Runner(Net(), optimizer={"type": "SGD", "lr": 0.1, "momentum": 0.9},
+                  param_scheduler={"type": "ReduceLROnPlateau", "mode": "min", "factor": 0.5,
+                                   "patience": 0, "monitor": "accuracy"},
+                  loss_fn=torch.nn.CrossEntropyLoss(),
+                  train_dataloader=DataLoader(dataset(), batch_size=8, shuffle=True),
+                  val_dataloader=DataLoader(dataset(), batch_size=16),
+                  metrics={"accuracy": "accuracy"}, max_epochs=4, work_dir=work_dir,
+                  hooks=hooks, default_hooks={"logger": None, "progress": None}, **kwargs)
+
+
+@pytest.mark.parametrize("early_stopping", [False, True])
+def test_a_checkpoint_saved_in_after_val_epoch_resumes_with_the_hooks_that_had_not_seen_it(
+        tmp_path, early_stopping):
+    extra = [{"type": "EarlyStoppingHook", "monitor": "accuracy", "patience": 1,
+              "min_delta": 0.5}] if early_stopping else []
+    scores = Scores()
+    first = plateau_runner(tmp_path / "first",
+                           hooks=[SaveInAfterValEpoch(2), scores, DrawInValidation(), *extra])
+    first.train()
+    path = tmp_path / "first" / "in_after_val_epoch.pth"
+    meta = load_checkpoint_file(path)["meta"]
+    assert meta["val_pending"] and meta["val_computed"] and meta["iter"] == 16
+    again = Scores()
+    resumed = plateau_runner(tmp_path / "resumed", hooks=[again, DrawInValidation(), *extra],
+                             resume=path)
+    resumed.train()
+    assert_same_state(final_state(resumed), final_state(first))
+    assert again.seen == scores.seen[1:]  # the validation it was saved in, repeated, then on
+    assert first.iter == (16 if early_stopping else 32)
+
+
+def test_a_checkpoint_without_val_computed_in_its_meta_still_resumes(tmp_path):
+    first = plateau_runner(tmp_path / "first", hooks=[SaveAtEpochEnd(2)])
+    first.train()
+    saved = load_checkpoint_file(tmp_path / "first" / "end_of_epoch.pth")
+    del saved["meta"]["val_computed"]  # as written before that key existed
+    torch.save(saved, tmp_path / "old.pth")
+    resumed = plateau_runner(tmp_path / "resumed", resume=tmp_path / "old.pth")
+    resumed.train()
+    assert_same_state(final_state(resumed), final_state(first))
+
+
+class SwitchLoader(Hook):
+    """YOLOX's habit: from the second epoch on, train on another loader (10 batches, not 8)."""
+
+    def __init__(self, build: bool) -> None:
+        self.build = build
+
+    def before_train_epoch(self, runner) -> None:
+        if runner.epoch >= 1:
+            if self.build:
+                loader = runner.build_dataloader({"dataset": dataset(), "batch_size": 6,
+                                                  "shuffle": True})
+            else:
+                loader = DataLoader(dataset(), batch_size=6, shuffle=True)
+            runner.train_loop.dataloader = loader
+
+
+def test_a_checkpoint_past_the_first_loaders_epoch_length_resumes_after_a_loader_switch(
+        tmp_path, caplog):
+    first = make_runner(tmp_path / "first", hooks=[SwitchLoader(True)], checkpoint_every=1,
+                        max_epochs=3)
+    first.train()
+    path = tmp_path / "first" / "iter_17.pth"  # batch 9 of epoch 2's 10 (the first loader: 8)
+    assert load_checkpoint_file(path)["meta"]["batch"] == 9
+    resumed = make_runner(tmp_path / "resumed", hooks=[SwitchLoader(True)], resume=path,
+                          max_epochs=3)
+    resumed.train()
+    assert_same_state(final_state(resumed), final_state(first))
+    assert "not exact" not in (tmp_path / "resumed" / "log.txt").read_text()
+
+
+def test_a_switched_plain_dataloader_warns_that_a_mid_epoch_resume_is_not_exact(
+        tmp_path, caplog):
+    make_runner(tmp_path / "first", hooks=[SwitchLoader(False)], checkpoint_every=1,
+                max_epochs=3).train()
+    resumed = make_runner(tmp_path / "resumed", hooks=[SwitchLoader(False)], max_epochs=3,
+                          resume=tmp_path / "first" / "iter_17.pth")
+    resumed.train()
+    log = (tmp_path / "resumed" / "log.txt").read_text()
+    assert log.count("runner.build_dataloader(...) to resume it exactly") == 1
+
+
+def test_a_loader_too_short_for_the_resumed_batch_is_one_config_error(tmp_path):
+    make_runner(tmp_path / "first", hooks=[SwitchLoader(True)], checkpoint_every=1,
+                max_epochs=3).train()
+    resumed = make_runner(tmp_path / "resumed", max_epochs=3,  # no switch this time
+                          resume=tmp_path / "first" / "iter_17.pth")
+    with pytest.raises(ConfigError, match="stopped after batch 9 of epoch 2, and this epoch's "
+                                          "train dataloader has 8 batches"):
+        resumed.train()
+
+
+def test_a_mid_epoch_resume_with_loader_workers_warns_once(tmp_path):
+    def run(work_dir, **kwargs):
+        torch.manual_seed(0)
+        Runner(Net(), optimizer={"type": "SGD", "lr": 0.1}, loss_fn=torch.nn.CrossEntropyLoss(),
+               train_dataloader=DataLoader(dataset(), batch_size=20, shuffle=True,
+                                           num_workers=1),
+               max_epochs=1, work_dir=work_dir, default_hooks={
+                   "progress": None, "checkpoint": {"type": "CheckpointHook", "interval": 1,
+                                                    "by_epoch": False}}, **kwargs).train()
+
+    run(tmp_path / "first")
+    run(tmp_path / "resumed", resume=tmp_path / "first" / "iter_1.pth")
+    log = (tmp_path / "resumed" / "log.txt").read_text()
+    assert log.count("workers' own random augmentations restart") == 1
+
+
+def test_signal_checkpoints_go_once_a_newer_checkpoint_supersedes_them(tmp_path, reference):
+    keep = {"checkpoint": {"type": "CheckpointHook", "interval": 4, "by_epoch": False,
+                           "max_keep_ckpts": 2}}
+    clean = make_runner(tmp_path / "clean", default_hooks=keep)
+    clean.train()
+    expected = sorted(p.name for p in (tmp_path / "clean").glob("*.pth"))
+    work = tmp_path / "run"
+    with pytest.raises(TrainingInterrupted):
+        make_runner(work, default_hooks=keep,
+                    hooks=[FaultAt("after_train_iter", 10, signal.SIGTERM)]).train()
+    with pytest.raises(TrainingInterrupted):  # preempted again before a periodic save
+        make_runner(work, default_hooks=keep, resume="auto",
+                    hooks=[FaultAt("after_train_iter", 11, signal.SIGINT)]).train()
+    assert not (work / "iter_10.pth").exists() and (work / "iter_11.pth").exists()
+    resumed = make_runner(work, default_hooks=keep, resume="auto")
+    resumed.train()
+    assert sorted(p.name for p in work.glob("*.pth")) == expected  # iter_11.pth went too
+    assert_same_state(final_state(resumed), final_state(clean))

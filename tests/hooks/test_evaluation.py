@@ -136,7 +136,8 @@ def test_best_goes_to_the_checkpoint_hooks_out_dir_and_bad_arguments(tmp_path):
     hook = EvalHook(val_loader(), save_best="loss")
     make_runner(tmp_path / "run", [hook], max_epochs=1,
                 checkpoint=CheckpointHook(out_dir=tmp_path / "ckpts")).train()
-    assert (tmp_path / "ckpts" / "best_loss_epoch_1.pth").is_file()
+    # in the checkpoint hook's folder: out_dir/<work dir name>, as MMEngine and mmcv
+    assert (tmp_path / "ckpts" / "run" / "best_loss_epoch_1.pth").is_file()
     for kwargs in (dict(interval=0), dict(start=-1), dict(save_best="wer"),
                    dict(metrics={"x": 3})):
         with pytest.raises(ConfigError):

@@ -76,13 +76,15 @@ class ValLoop(BaseLoop):
             metrics = evaluator.compute()
         finally:
             model.train(was_training)
-        if mode == "val":
-            runner.state.complete_val()  # a checkpoint written from here on does not repeat it
+        if mode == "val":  # a checkpoint an after_val_epoch hook writes repeats it, RNGs aside
+            runner.state.compute_val()
         for name, value in metrics.items():
             runner.message_hub.update(f"{mode}/{name}", value)
         runner.message_hub.info[f"{mode}_metrics"] = metrics
         self.last_metrics = metrics
         call(runner, f"after_{mode}_epoch", metrics=metrics)
+        if mode == "val":  # every hook saw it: a checkpoint from here on does not repeat it
+            runner.state.complete_val()  # (CheckpointHook writes its files in after_val)
         call(runner, f"after_{mode}")
         return metrics
 

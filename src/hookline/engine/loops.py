@@ -20,11 +20,13 @@ Example::
 from __future__ import annotations
 
 import abc
+import contextlib
 import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.utils.data import RandomSampler
 
 from hookline.core import ConfigError
 
@@ -35,6 +37,7 @@ from .data_pass import LookAheadPass, start_pass
 from .eval_loop import TestLoop, ValLoop
 from .loop_config import train_loop_config
 from .registries import LOOPS
+from .rng import get_rng_state, set_rng_state
 from .run_state import describe_position
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,6 +46,38 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["LOOPS", "BaseLoop", "EpochBasedTrainLoop", "IterBasedTrainLoop", "TestLoop",
            "TrainLoop", "ValLoop", "train_loop_config"]
+
+
+@contextlib.contextmanager
+def rng_kept() -> Iterator[None]:
+    """Inside, the global RNGs (python, numpy, torch, CUDA) may be drawn from; after, they are
+    as they were before (what ``torch.random.fork_rng`` does for torch's, for all of them)."""
+    saved = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(saved)
+
+
+def warn_inexact_resume(runner: Runner, loader: Any) -> None:
+    """One warning per reason when a pass resumed in the middle cannot replay the interrupted
+    one: a torch ``RandomSampler`` that draws its order from the global RNG (a DataLoader a
+    hook assigned as it is, not through ``runner.build_dataloader``), or worker processes
+    whose own random augmentations restart from the epoch's seed."""
+    sampler = getattr(loader, "sampler", None)
+    if type(sampler) is RandomSampler and sampler.generator is None:
+        runner.logger.warning(
+            "resumed in the middle of an epoch of a train DataLoader whose RandomSampler draws "
+            "its order from the global RNG (assigned as it is, not built with "
+            "runner.build_dataloader): the rest of this epoch runs in another order than the "
+            "interrupted run's, so the resume is not exact; build the loader with "
+            "runner.build_dataloader(...) to resume it exactly")
+    if getattr(loader, "num_workers", 0) > 0:
+        runner.logger.warning(
+            "resumed in the middle of an epoch of a train DataLoader with num_workers=%d: the "
+            "workers' own random augmentations restart from the epoch's seed, so the rest of "
+            "this epoch is not augmented as in the interrupted run (the data order is)",
+            loader.num_workers)
 
 
 class TrainLoop(BaseLoop):
@@ -156,9 +191,16 @@ class TrainLoop(BaseLoop):
 
     def _validate_pending(self) -> None:
         """After a resume from a checkpoint written between the end of an epoch (or
-        iteration) and its validation: run that validation first, as the run would have."""
+        iteration) and the end of its validation's ``after_val_epoch`` hooks: run that
+        validation first, as the run would have. When the checkpoint was written after its
+        metrics were computed (by an ``after_val_epoch`` hook), the RNGs it restored had
+        already advanced past the validation: it runs with them put back afterwards."""
         if self.state.val_pending and self.runner.val_loop is not None:
-            self._validate()
+            if self.state.val_computed:
+                with rng_kept():
+                    self._validate()
+            else:
+                self._validate()
             self.runner.check_stop()
 
     def _say_if_done(self) -> None:
@@ -250,6 +292,8 @@ class EpochBasedTrainLoop(TrainLoop):
         loader = self.dataloader  # a loader a hook assigned, even in before_train_epoch, runs now
         length = loader_length(loader)
         set_epoch(loader, self.epoch)
+        if start:  # resumed mid-epoch: checked against the loader this epoch really runs
+            self._check_resume_batch(loader, start, length)
         if length is None:
             length = self._run_unsized_pass(loader, start)
         else:
@@ -271,6 +315,20 @@ class EpochBasedTrainLoop(TrainLoop):
         state.advance_epoch()
         self._epoch_start_iter = self.iter
         return True
+
+    def _check_resume_batch(self, loader: Any, start: int, length: int | None) -> None:
+        """A resumed epoch starts after batch ``start``: refuse a loader with fewer batches
+        (the load-time check let it pass when the checkpoint's epoch ran on a loader of
+        another length, one a hook switches to in ``before_train_epoch``), and say when the
+        pass cannot replay the interrupted one exactly."""
+        if length is not None and start > length:
+            raise ConfigError(
+                f"the resumed checkpoint stopped after batch {start} of epoch {self.epoch + 1}, "
+                f"and this epoch's train dataloader has {length} batches (another data set or "
+                "batch size, or a loader switched in before_train_epoch that is not switched "
+                "the same way now?)")
+        if length is None or start < length:  # batches of the pass are left to run
+            warn_inexact_resume(self.runner, loader)
 
     def _run_unsized_pass(self, loader: Any, start: int) -> int:
         """The epoch's batches from a loader without a length, read one ahead so that the
@@ -349,6 +407,8 @@ class IterBasedTrainLoop(TrainLoop):
             else:
                 data_pass, start = divmod(self.iter, length)
                 set_epoch(loader, data_pass)
+                if start:  # the first pass after a resume in the middle of one
+                    warn_inexact_resume(runner, loader)
                 batches = enumerate(self._start_pass(loader, start)[0], start)
             for position, data_batch in batches:
                 self.run_iter(self.iter, data_batch, position)

@@ -11,11 +11,15 @@ ones during an iteration:
 * :attr:`resume_point` ``(epoch, batch, iter)``: where a checkpoint written
   at this moment resumes from, advanced *before* those hooks.
 
-:attr:`val_pending` says that a validation is due at the resume point and has
-not run yet (from the end of an epoch or iteration after which validation is
-due, to the moment its metrics are computed), so a checkpoint written in
-between (``after_train_epoch``, a signal before the validation) resumes with
-that validation.
+:attr:`val_pending` says that a validation is due at the resume point and its
+``after_val_epoch`` hooks have not all run yet (from the end of an epoch or
+iteration after which validation is due, to the end of those hooks), so a
+checkpoint written in between (``after_train_epoch``, a signal before the
+validation, a hook saving in ``after_val_epoch``) resumes with that
+validation. :attr:`val_computed` says that its metrics were already computed
+(a checkpoint from an ``after_val_epoch`` hook): the run had drawn whatever
+the validation draws from the RNGs, so a resumed run repeats it with the RNGs
+put back afterwards.
 
 Example::
 
@@ -68,8 +72,8 @@ class RunState:
             hookline asks "is this run epoch-based".
     """
 
-    __slots__ = ("_batch", "_epoch", "_iter", "_point", "_resume_batch", "_val_pending",
-                 "by_epoch", "stop_training")
+    __slots__ = ("_batch", "_epoch", "_iter", "_point", "_resume_batch", "_val_computed",
+                 "_val_pending", "by_epoch", "stop_training")
 
     def __init__(self, by_epoch: bool = True) -> None:
         self.by_epoch = by_epoch
@@ -79,6 +83,7 @@ class RunState:
         self._resume_batch = 0
         self._point = (0, 0, 0)
         self._val_pending = False
+        self._val_computed = False
         #: set by a hook (or ``runner.stop_training = True``) to end training after this iteration
         self.stop_training = False
 
@@ -105,8 +110,15 @@ class RunState:
 
     @property
     def val_pending(self) -> bool:
-        """Whether a validation is due at :attr:`resume_point` and has not run yet."""
+        """Whether a validation is due at :attr:`resume_point` and its ``after_val_epoch``
+        hooks have not all run yet."""
         return self._val_pending
+
+    @property
+    def val_computed(self) -> bool:
+        """Whether the pending validation's metrics are computed (its ``after_val_epoch``
+        hooks are running): a resumed run repeats it without drawing from the RNGs."""
+        return self._val_computed
 
     # -- moving (the train loop's calls) ------------------------------------------------------
     def take_resume_batch(self) -> int:
@@ -131,10 +143,18 @@ class RunState:
         validation that follows it, when ``val_due``)."""
         self._point = (self._epoch + 1, 0, self._iter)
         self._val_pending = val_due
+        self._val_computed = False
+
+    def compute_val(self) -> None:
+        """The pending validation computed its metrics; its ``after_val_epoch`` hooks run
+        next (a checkpoint written by one of them repeats the validation, RNGs aside)."""
+        self._val_computed = self._val_pending
 
     def complete_val(self) -> None:
-        """The pending validation computed its metrics: a checkpoint no longer repeats it."""
+        """The ``after_val_epoch`` hooks of the pending validation ran: a checkpoint no
+        longer repeats it."""
         self._val_pending = False
+        self._val_computed = False
 
     def advance_epoch(self) -> None:
         """The ``after_train_epoch`` hooks ran: count the epoch."""
@@ -142,7 +162,8 @@ class RunState:
         self._batch = 0
 
     def restore(self, epoch: int, iteration: int, batch: int = 0,
-                stop_training: bool = False, val_pending: bool = False) -> None:
+                stop_training: bool = False, val_pending: bool = False,
+                val_computed: bool = False) -> None:
         """Put the run where a checkpoint says it was (``batch`` counts in epoch-based runs)."""
         self._epoch, self._iter = int(epoch), int(iteration)
         self._resume_batch = int(batch) if self.by_epoch else 0
@@ -150,6 +171,7 @@ class RunState:
         self._point = (self._epoch, self._resume_batch, self._iter)
         self.stop_training = bool(stop_training)
         self._val_pending = bool(val_pending)
+        self._val_computed = self._val_pending and bool(val_computed)
 
     @contextlib.contextmanager
     def counting_current(self, unit: str) -> Iterator[None]:
@@ -179,4 +201,5 @@ class RunState:
     def __repr__(self) -> str:
         return (f"RunState(by_epoch={self.by_epoch}, epoch={self._epoch}, iter={self._iter}, "
                 f"resume_point={self._point}, val_pending={self._val_pending}, "
+                f"val_computed={self._val_computed}, "
                 f"stop_training={self.stop_training})")

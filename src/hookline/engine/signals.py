@@ -69,6 +69,14 @@ class StopRequest:
         return signal.Signals(self.signum).name if self.signum else ""
 
 
+def _stop_checkpoint_hooks(runner: Runner) -> list[Any]:
+    """The hooks that keep track of the checkpoint a signal stop writes (CheckpointHook's
+    keep-N: ``note_stop_checkpoint`` before the save, ``after_stop_checkpoint`` after it)."""
+    return [hook for hook in runner.hooks.hooks
+            if callable(getattr(hook, "note_stop_checkpoint", None))
+            and callable(getattr(hook, "after_stop_checkpoint", None))]
+
+
 def interrupt_on_signal(runner: Runner, stop: StopRequest, group: Any = None) -> None:
     """When ``stop`` caught a signal (here, or on another rank of ``group``): save a checkpoint
     of ``runner`` and raise :class:`TrainingInterrupted` with the resume command."""
@@ -77,7 +85,13 @@ def interrupt_on_signal(runner: Runner, stop: StopRequest, group: Any = None) ->
         signalled = any_rank(signalled, group)
     if not signalled:
         return
-    path = runner.save_checkpoint(f"iter_{runner.iter}.pth")
+    name = f"iter_{runner.iter}.pth"
+    keepers = _stop_checkpoint_hooks(runner)
+    for hook in keepers:  # its state in the file records it, for deletion once superseded
+        hook.note_stop_checkpoint(runner, name)
+    path = runner.save_checkpoint(name)
+    for hook in keepers:
+        hook.after_stop_checkpoint(runner, name)
     state = runner.state
     where = describe_position(*state.resume_point, by_epoch=state.by_epoch,
                               val_pending=state.val_pending)

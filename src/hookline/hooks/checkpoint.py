@@ -69,6 +69,9 @@ class CheckpointHook(Hook):
             default to the run's ``work_dir``.
         max_keep_ckpts: keep only the newest N periodic checkpoints (-1: all);
             the list survives resume, so a resumed run deletes the right files.
+            The ``iter_N.pth`` a signal stop writes (SIGTERM, Ctrl-C) is deleted once
+            this hook writes a newer periodic checkpoint (or a later stop a newer one);
+            with ``max_keep_ckpts=-1`` it is kept.
         save_last: always save at the end of training.
         save_best: a validation metric name, or ``"auto"`` for the first one;
             the best checkpoint (``best_<metric>_epoch_N.pth``) keeps the
@@ -125,6 +128,9 @@ class CheckpointHook(Hook):
                        if t.count("{}") == 1]
         self._stale: list[str] = []  # files that keep-N deletes once the file being saved is written
         self._orphans: list[str] = []  # such deletions, due when the run was interrupted
+        #: the work_dir files a signal stop wrote (``iter_N.pth``), deleted (keep-N) once a
+        #: newer checkpoint of this hook is written
+        self.interrupted: list[str] = []
         #: file names a loaded state held that are not this hook's own (ignored; see before_train)
         self.dropped: list[str] = []
         self._last_saved_iter: int | None = None
@@ -153,6 +159,8 @@ class CheckpointHook(Hook):
             state["stale"] = list(self._stale)
         if self._pending is not None:  # due after the validation that a resumed run repeats
             state["pending"] = list(self._pending)
+        if self.interrupted:  # signal-stop files, deleted once a newer checkpoint is written
+            state["interrupted"] = list(self.interrupted)
         if self.best is not None:
             state["best"] = self.best.state_dict()
         return state
@@ -161,6 +169,7 @@ class CheckpointHook(Hook):
         self.dropped = []  # a state loaded now replaces any loaded before (an undone resume's)
         self.kept = self._own(state.get("kept", []))
         self._orphans = self._own(state.get("stale", []))
+        self.interrupted = self._own(state.get("interrupted", []))
         pending = state.get("pending")
         self._pending = None
         if isinstance(pending, (list, tuple)) and len(pending) == 2 \
@@ -319,6 +328,41 @@ class CheckpointHook(Hook):
         if runner.is_main_process:
             for old in stale:
                 runner.remove_checkpoint(folder / old)
+        self._drop_interrupted(runner, folder / name)
+
+    # -- checkpoints written on a signal (engine/signals.py) ------------------------------
+    def note_stop_checkpoint(self, runner: Runner, name: str) -> None:
+        """The run is about to save ``work_dir/name`` as it stops on a signal: record it, so
+        that the checkpoint (and a run resumed from it) knows to delete it once a newer
+        checkpoint supersedes it. Not with keep-all, nor when it is a kept periodic file."""
+        if self.max_keep_ckpts < 0:
+            return
+        if name in self.kept and self._folder(runner).resolve() == runner.work_dir.resolve():
+            return  # the periodic file of that iteration, rewritten: keep-N handles it
+        if name in self.interrupted:
+            self.interrupted.remove(name)
+        self.interrupted.append(name)
+
+    def after_stop_checkpoint(self, runner: Runner, name: str) -> None:
+        """The signal stop's ``work_dir/name`` is written: the earlier stops' files go."""
+        self._drop_interrupted(runner, runner.work_dir / name)
+
+    def _drop_interrupted(self, runner: Runner, written: Path) -> None:
+        """Delete the signal-stop files that ``written`` (a newer checkpoint, just saved)
+        supersedes; the file just written, a kept periodic file and the best file stay."""
+        if not self.interrupted:
+            return
+        work_dir = runner.work_dir.resolve()
+        target = written.resolve()
+        same_folder = self._folder(runner).resolve() == work_dir
+        protected = {*self.kept, self.best_ckpt} if same_folder else set()
+        gone = [name for name in self.interrupted
+                if (work_dir / name) != target and name not in protected]
+        self.interrupted = [name for name in self.interrupted if (work_dir / name) == target]
+        if runner.is_main_process:
+            for name in gone:
+                if (work_dir / name).is_file():
+                    runner.remove_checkpoint(work_dir / name)
 
     # -- best ---------------------------------------------------------------------------
     def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:

@@ -108,6 +108,11 @@ def meta_problem(meta: Mapping[str, Any], *, by_epoch: bool, epoch_length: int |
                  ) -> str | None:
     """What makes a checkpoint's ``meta`` unusable as a resume point, or None.
 
+    ``batch`` must lie within ``epoch_length`` (the run's loader), unless ``meta`` says the
+    checkpoint's epoch ran on a loader of another length (``epoch_length``: a hook switches
+    loaders in ``before_train_epoch``); then the train loop checks it when the resumed epoch
+    starts, against the loader it runs.
+
     Example::
 
         >>> meta_problem({"epoch": 1, "iter": "90"}, by_epoch=True, epoch_length=45)
@@ -116,10 +121,20 @@ def meta_problem(meta: Mapping[str, Any], *, by_epoch: bool, epoch_length: int |
     for key in ("epoch", "iter", "batch"):
         if (key in meta or key != "batch") and not _count(meta.get(key)):
             return f"meta[{key!r}] is {meta.get(key)!r}, not a count (an int >= 0)"
-    for key in ("stop_training", "val_pending"):
+    for key in ("stop_training", "val_pending", "val_computed"):  # absent in older files
         if key in meta and not isinstance(meta[key], bool):
             return f"meta[{key!r}] is {meta[key]!r}, not True or False"
+    if "epoch_length" in meta and meta["epoch_length"] is not None \
+            and not _count(meta["epoch_length"]):
+        return f"meta['epoch_length'] is {meta['epoch_length']!r}, not a count (an int >= 0)"
     batch = meta.get("batch", 0)
+    saved_length = meta.get("epoch_length")
+    if saved_length is not None and batch > saved_length:
+        return (f"it stopped after batch {batch} of an epoch of {saved_length} batches "
+                "(a damaged meta?)")
+    if saved_length is not None and saved_length != epoch_length:
+        return None  # its epoch ran on another loader (switched in before_train_epoch): the
+        # train loop checks the batch against the loader of the resumed epoch, when it starts
     if by_epoch and epoch_length is not None and batch > epoch_length:
         return (f"it stopped after batch {batch} of an epoch, and this run's epochs have "
                 f"{epoch_length} batches (another data set or batch size?)")

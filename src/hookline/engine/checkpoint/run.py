@@ -5,7 +5,9 @@ A checkpoint is a dict of tensors and plain containers (so it loads with
 
     meta            hookline/torch versions, epoch, iter, batch (position in
                     the epoch), val_pending (a validation is due before
-                    training goes on), stop_training, seed, time, config
+                    training goes on), val_computed (its metrics were computed:
+                    saved by an after_val_epoch hook; absent in older files),
+                    stop_training, seed, time, config
     state_dict      the model's weights (unwrapped from DDP)
     optimizer       ``optim_wrapper.state_dict()``: the optimizer's state (with
                     ``loss_scaler`` under float16 AMP; one entry per name for
@@ -63,8 +65,11 @@ def collect(runner: Runner, *, save_optimizer: bool = True) -> dict[str, Any]:
     state = runner.state
     epoch, batch, iters = state.resume_point
     meta = make_meta(epoch, iters, batch=batch, val_pending=state.val_pending,
-                     stop_training=state.stop_training, seed=runner.seed, by_epoch=runner.by_epoch,
-                     config=runner.config)
+                     val_computed=state.val_computed, stop_training=state.stop_training,
+                     seed=runner.seed, by_epoch=runner.by_epoch, config=runner.config)
+    loop = runner.train_loop
+    if loop is not None and batch:  # mid-epoch: the length of the loader that epoch runs on
+        meta["epoch_length"] = loop.epoch_length
     checkpoint: dict[str, Any] = {
         "meta": meta,
         "state_dict": {k: v.detach().cpu() for k, v in runner.model.state_dict().items()},
@@ -138,7 +143,8 @@ def apply(runner: Runner, checkpoint: dict[str, Any], *, resume: bool, strict: b
     meta = checkpoint["meta"]
     runner.state.restore(epoch=meta["epoch"], iteration=meta["iter"], batch=meta.get("batch", 0),
                          stop_training=meta.get("stop_training", False),
-                         val_pending=meta.get("val_pending", False))
+                         val_pending=meta.get("val_pending", False),
+                         val_computed=meta.get("val_computed", False))
 
 
 def _load_weights(runner: Runner, weights: dict[str, Any], *, strict: bool) -> None:
