@@ -122,20 +122,30 @@ def guarded(fn: Callable[..., Any], point: str, *, every: int = 1, once: bool = 
     the user's function).
     """
     check_filters(once, every, when)
-    call = filtered(fn, once, every, when, remove)
-    named = fn if report_as is None else report_as
+    return _Guarded(filtered(fn, once, every, when, remove), point,
+                    fn if report_as is None else report_as)
 
-    def hook(*args: Any) -> Any:
+
+class _Guarded:
+    """What :func:`guarded` returns: an object, not a closure, so that a model whose hooks are
+    plain module-level functions can still be pickled (``torch.save(model)``), as with
+    torch's own hooks."""
+
+    __slots__ = ("call", "point", "__hookline_fn__")
+
+    def __init__(self, call: Callable[..., Any], point: str, named: Callable[..., Any]) -> None:
+        self.call = call
+        self.point = point
+        self.__hookline_fn__ = named  # read back by hook_of(): errors name the user's hook
+
+    def __call__(self, *args: Any) -> Any:
         try:
-            result = call(*args)
+            result = self.call(*args)
         except HookError:
             raise
         except Exception as exc:
-            raise HookError(named, point, exc) from exc
+            raise HookError(self.__hookline_fn__, self.point, exc) from exc
         return None if result is SKIP else result
-
-    setattr(hook, "__hookline_fn__", named)
-    return hook
 
 
 def _delayed_remover() -> tuple[list[Callable[[], None]], Callable[[], None]]:
@@ -158,6 +168,10 @@ def hook_module(module: nn.Module, fn: Callable, kind: str = "forward", name: st
     check_kind(kind)
     if kind not in MODULE_KINDS:
         raise ConfigError(f"hook kind {kind!r} needs a tensor, got a {type(module).__name__} module")
+    if isinstance(module, torch.jit.ScriptModule):
+        raise ConfigError(f"{name or type(module).__name__} is a ScriptModule (torch.jit.script), "
+                          "which torch cannot hook: hook the eager module before scripting it "
+                          "(summary() reads scripted models)")
     check_options(kind, options)
     point = f"{name or type(module).__name__}.{kind}"
     slot, remove_once = _delayed_remover()

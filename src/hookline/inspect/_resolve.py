@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
+import torch
 from torch import nn
 
 from hookline.core import ConfigError
@@ -51,6 +52,9 @@ def resolve_name(model: nn.Module, name: str) -> nn.Module:
     """The submodule called exactly ``name``, or a :class:`ConfigError` naming the closest ones."""
     if not isinstance(name, str):
         raise ConfigError(f"a layer name must be a string, got {name!r}")
+    if isinstance(model, torch.jit.ScriptModule):
+        raise ConfigError(f"cannot find layer {name!r}: the model is a ScriptModule "
+                          "(torch.jit.script), which torch cannot hook; use the eager model")
     try:
         return model.get_submodule(name)
     except AttributeError:

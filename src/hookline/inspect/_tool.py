@@ -7,6 +7,7 @@ readable afterwards.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -21,10 +22,32 @@ T = TypeVar("T", bound="HookTool")
 
 
 class HookTool:
-    """Holds the handles of one tool; ``remove()`` or ``with`` takes every hook off."""
+    """Holds the handles of one tool; ``remove()`` or ``with`` takes every hook off.
+
+    All or nothing: when a tool's ``__init__`` fails after some hooks went on
+    (a layer torch cannot hook), those come off before the error leaves it.
+    """
 
     def __init__(self) -> None:
         self._handles = HandleGroup()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+
+        @functools.wraps(init)
+        def all_or_nothing(self: HookTool, *args: Any, **kw: Any) -> None:
+            try:
+                init(self, *args, **kw)
+            except BaseException:
+                handles = getattr(self, "_handles", None)
+                if handles is not None:
+                    handles.remove()
+                raise
+
+        setattr(cls, "__init__", all_or_nothing)
 
     def _hook_module(self, module: nn.Module, fn: Callable, kind: str = "forward", name: str = "",
                      **options: Any) -> HookHandle:

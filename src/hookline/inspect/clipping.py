@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -96,8 +97,9 @@ def clip_gradients(model_or_params: Any, max_norm: float | None = None,
     No host synchronisation happens: the scale is computed on the device.
     """
     for label, value in (("max_norm", max_norm), ("max_value", max_value)):
-        if value is not None and (not isinstance(value, (int, float)) or value <= 0):
-            raise ConfigError(f"{label} must be a positive number or None, got {value!r}")
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
+                                  or not math.isfinite(value) or value <= 0):
+            raise ConfigError(f"{label} must be a positive finite number or None, got {value!r}")
     if max_norm is None and max_value is None:
         raise ConfigError("clip_gradients needs max_norm, max_value or both")
 

@@ -14,6 +14,8 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -29,7 +31,9 @@ from ._tool import HookTool
 
 
 def map_tensors(value: Any, fn: Any) -> Any:
-    """Apply ``fn`` to every tensor in nested tuples, lists and dicts; other values pass through.
+    """Apply ``fn`` to every tensor in nested tuples, lists, dicts and dataclasses; other values
+    pass through. Tuples keep their type (named tuples, ``torch.return_types``), mappings and
+    dataclasses theirs where it can be rebuilt.
 
     A ``PackedSequence`` keeps its ``batch_sizes`` as they are (torch wants them on the CPU).
     """
@@ -41,11 +45,19 @@ def map_tensors(value: Any, fn: Any) -> Any:
                               None if unorder is None else fn(unorder))
     if isinstance(value, tuple):
         items = [map_tensors(v, fn) for v in value]
-        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+        if hasattr(value, "_fields"):
+            return type(value)(*items)
+        if type(value) is not tuple:  # torch.return_types.max & co. take one sequence
+            with contextlib.suppress(Exception):
+                return type(value)(items)
+        return tuple(items)
     if isinstance(value, list):
         return [map_tensors(v, fn) for v in value]
     if isinstance(value, Mapping):
         return {k: map_tensors(v, fn) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: map_tensors(getattr(value, f.name), fn)
+                                             for f in dataclasses.fields(value) if f.init})
     return value
 
 
@@ -98,9 +110,20 @@ class FeatureExtractor(HookTool):
             raise ConfigError(f"FeatureExtractor expects an nn.Module, got {type(model).__name__}")
         if isinstance(layers, str):
             layers = [layers]
+        if not isinstance(layers, (Mapping, Iterable)):
+            raise ConfigError("FeatureExtractor layers must be a layer name, a list of them or "
+                              f"a dict of layer name -> key, got {layers!r}")
         keys = dict(layers) if isinstance(layers, Mapping) else {name: name for name in layers}
         if not keys:
             raise ConfigError("FeatureExtractor needs at least one layer name")
+        bad = [key for key in keys.values() if not isinstance(key, str) or not key]
+        if bad:
+            raise ConfigError(f"FeatureExtractor keys must be non-empty strings, got {bad[0]!r}")
+        shared = sorted({key for key in keys.values() if list(keys.values()).count(key) > 1})
+        if shared:
+            raise ConfigError(f"FeatureExtractor maps several layers to the key {shared[0]!r}: "
+                              "their outputs would merge into one list, like one layer called "
+                              "twice; give each layer its own key")
         modules = {name: resolve_name(model, name) for name in keys}  # all names checked before hooking
         self.model = model
         self.layers = list(keys.values())

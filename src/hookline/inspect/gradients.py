@@ -39,6 +39,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -144,6 +145,10 @@ class GradientMonitor(HookTool):
         for label, value in (("every", every), ("history", history), ("max_alerts", max_alerts)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{label} must be an int >= 1, got {value!r}")
+        for label, bound in (("vanish", vanish), ("explode", explode)):
+            if not isinstance(bound, (int, float)) or isinstance(bound, bool) \
+                    or math.isnan(bound):
+                raise ConfigError(f"GradientMonitor {label} must be a number, got {bound!r}")
         if not 0 <= vanish < explode:
             raise ConfigError(f"need 0 <= vanish < explode, got vanish={vanish!r}, explode={explode!r}")
         params = _named_tensors(model)
