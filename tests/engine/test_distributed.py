@@ -94,7 +94,7 @@ def test_train_sampler_pads_to_equal_shards(size, world):
 def test_single_process_helpers_are_no_ops():
     tensor = torch.arange(3.0)
     assert dist_utils.all_gather_object({"a": 1}) == [{"a": 1}]
-    assert dist_utils.all_gather_cat(tensor) is tensor
+    assert dist_utils.all_gather_interleave(tensor) is tensor
     assert dist_utils.collective_device() == torch.device("cpu")
 
 

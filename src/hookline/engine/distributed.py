@@ -104,22 +104,6 @@ def all_gather_object(obj: Any) -> list[Any]:
     return gathered
 
 
-def all_gather_cat(tensor: torch.Tensor) -> torch.Tensor:
-    """Concatenate ``tensor`` from every rank along dim 0 (shapes may differ in dim 0)."""
-    world = get_world_size()
-    if world <= 1:
-        return tensor
-    size = torch.tensor([tensor.shape[0]], device=tensor.device)
-    sizes = [torch.zeros_like(size) for _ in range(world)]
-    dist.all_gather(sizes, size)
-    longest = int(max(s.item() for s in sizes))
-    padded = torch.zeros((longest, *tensor.shape[1:]), dtype=tensor.dtype, device=tensor.device)
-    padded[: tensor.shape[0]] = tensor
-    gathered = [torch.zeros_like(padded) for _ in range(world)]
-    dist.all_gather(gathered, padded)
-    return torch.cat([g[: int(s.item())] for g, s in zip(gathered, sizes)])
-
-
 def interleave(parts: Sequence[Sequence[Any]]) -> list[Any]:
     """The items of every rank's shard back in the order they were sharded from.
 
