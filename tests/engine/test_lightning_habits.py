@@ -206,7 +206,7 @@ def test_reduce_lr_on_plateau_monitors_the_validation_metric_lightning_names_val
     runner = runner_for(Plateau(optim), tmp_path, max_epochs=3,
                         val_dataloader=DataLoader(data(8), batch_size=4))
     plateau = runner.param_schedulers[0][0]
-    assert plateau.monitor == "loss"
+    assert plateau.monitor == "val_loss"  # read as the metric "loss" once validation gave no val_loss
     runner.train()
     assert runner.optimizer.param_groups[0]["lr"] == pytest.approx(0.25)  # epochs 2 and 3
 

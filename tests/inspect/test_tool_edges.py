@@ -18,8 +18,9 @@ from hookline.inspect.clipping import clip_gradients
 
 
 def hooks_left(model: nn.Module) -> int:
-    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules()
-               if not isinstance(m, torch.jit.ScriptModule))
+    """Forward and pre-forward hooks on the eager modules (torch keeps them private)."""
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks)  # noqa: SLF001
+               for m in model.modules() if not isinstance(m, torch.jit.ScriptModule))
 
 
 def with_scripted_part() -> nn.Module:

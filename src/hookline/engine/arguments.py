@@ -31,6 +31,7 @@ import torch
 from hookline.core import ConfigError
 
 from .checks import positive_int
+from .configure_optimizers import wraps_model_optimizers
 from .default_hooks import check_default_hooks
 from .environment import check_device, check_work_dir
 from .hook import Hook
@@ -86,6 +87,11 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
                           "not both")
     dummy = check_optimizer(optimizer) if optim_wrapper is None else \
         check_optim_wrapper(optim_wrapper)
+    if wraps_model_optimizers(optim_wrapper) and not callable(
+            getattr(model, "configure_optimizers", None)):
+        raise ConfigError("optim_wrapper has no 'optimizer', e.g. {type: OptimWrapper, "
+                          "optimizer: {type: SGD, lr: 0.01}} (without one, the model's "
+                          f"configure_optimizers() gives it, and {type(model).__name__} has none)")
     given = optimizer if optimizer is not None else getattr(optim_wrapper, "optimizer", None)
     if dummy is None and isinstance(given, torch.optim.Optimizer):
         dummy = dummy_optimizer(given)
@@ -243,6 +249,37 @@ FOREIGN_ARGUMENTS = {
                "OMP_NUM_THREADS yourself before building the Runner",
     "sync_bn": "a converted model: model=torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) "
                "(CUDA only)",
+    # Lightning's Trainer arguments
+    "gradient_clip_val": "optim_wrapper={'clip_grad': {'max_norm': v}} (without 'optimizer' it "
+                         "wraps the model's configure_optimizers() optimizer)",
+    "gradient_clip_algorithm": "optim_wrapper={'clip_grad': {'max_norm': v}} ('norm') or "
+                               "{'clip_grad': {'type': 'value', 'clip_value': v}} ('value')",
+    "accumulate_grad_batches": "optim_wrapper={'accumulative_counts': n} (without 'optimizer' "
+                               "it wraps the model's configure_optimizers() optimizer)",
+    "precision": "optim_wrapper={'type': 'AmpOptimWrapper', 'dtype': 'bfloat16'} for "
+                 "'bf16-mixed' ('float16' for '16-mixed'); for '64-true' or 'bf16-true' convert "
+                 "the model itself (model.double(), model.bfloat16())",
+    "check_val_every_n_epoch": "val_interval=n",
+    "val_check_interval": "val_interval=n with max_iters= (validation every n iterations; in a "
+                          "max_epochs run val_interval counts epochs)",
+    "limit_train_batches": "a shorter train_dataloader (e.g. over torch.utils.data.Subset("
+                           "dataset, range(n))), or max_iters=",
+    "limit_val_batches": "a shorter val_dataloader (e.g. over torch.utils.data.Subset(dataset, "
+                         "range(n)))",
+    "deterministic": "seed= (the Runner seeds Python, NumPy and torch), plus "
+                     "torch.use_deterministic_algorithms(True) before building the Runner",
+    "datamodule": "its loaders: dm.prepare_data(); dm.setup('fit'); then "
+                  "train_dataloader=dm.train_dataloader(), val_dataloader=dm.val_dataloader()",
+    "devices": "device='cuda' / 'cuda:N' / 'cpu' ('auto' by default); for several GPUs start the "
+               "script with torchrun --nproc_per_node N",
+    "accelerator": "device='cuda' / 'cpu' ('auto' by default)",
+    "strategy": "nothing: under torchrun the Runner wraps the model in DistributedDataParallel "
+                "(its options: model_wrapper_cfg=)",
+    "num_sanity_val_steps": "nothing: a hookline run has no sanity check",
+    "enable_checkpointing": "default_hooks={'checkpoint': None} to turn checkpoints off, or "
+                            "{'checkpoint': {'type': 'CheckpointHook', ...}} to set them",
+    "logger": "default_hooks={'logger': {'type': 'LoggerHook', 'interval': n}} (None: off); "
+              "scalars go to work_dir (metrics.jsonl) and runner.visualizer",
 }
 
 

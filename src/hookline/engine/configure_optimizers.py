@@ -17,9 +17,15 @@ The optimizer is wrapped in an :class:`~hookline.engine.OptimWrapper`; the
 schedulers become ``runner.param_schedulers`` entries, stepped by
 ``ParamSchedulerHook`` once per epoch (Lightning's default ``interval``) or
 once per optimizer step (``"interval": "step"``), every ``frequency``-th
-time. ``ReduceLROnPlateau`` steps after each validation on its ``monitor``
-(Lightning's ``"val_loss"`` or ``"val/loss"`` reads the validation metric
-``loss``). Several optimizers need a model that updates them itself
+time. ``ReduceLROnPlateau`` steps after each validation on its ``monitor``,
+looked up when the validation is over (``"val_loss"`` is the metric
+``val_loss`` when validation gave one, e.g. from ``self.log``, else the
+metric ``loss``). An ``optim_wrapper=`` config without ``"optimizer"``
+(``{"clip_grad": {"max_norm": 1.0}}``, ``{"accumulative_counts": 4}``,
+``{"type": "AmpOptimWrapper", "dtype": "bfloat16"}``) wraps the optimizer(s)
+that ``configure_optimizers()`` returns, whose schedulers are kept; with an
+``optimizer=`` or a full ``optim_wrapper=`` the method is not called (a
+warning says so). Several optimizers need a model that updates them itself
 (MMEngine's ``train_step(data, optim_wrapper)``): it gets an
 ``OptimWrapperDict`` keyed ``"0"``, ``"1"`` ...; automatic optimization steps
 one optimizer. Anything else is a :class:`~hookline.core.ConfigError`.
@@ -39,7 +45,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -48,18 +54,23 @@ from torch.optim.lr_scheduler import ReduceLROnPlateau
 from hookline.core import ConfigError
 
 from .build import build_optim_wrapper
+from .logs import current_logger
 from .optim_wrapper import OptimWrapper, OptimWrapperLike
 from .optim_wrapper_dict import OptimWrapperDict
+from .registries import OPTIM_WRAPPERS
 from .step import own_method
 
-__all__ = ["ACCEPTED", "EveryN", "build_optimization", "optimization_from_model",
-           "read_optimizers"]
+__all__ = ["ACCEPTED", "WRAPPER_OPTIONS", "EveryN", "build_optimization",
+           "optimization_from_model", "read_optimizers", "wraps_model_optimizers"]
 
 #: the return forms of ``configure_optimizers()``, for messages
 ACCEPTED = ("an optimizer; a list or tuple of optimizers; {'optimizer': opt, 'lr_scheduler': "
             "sched, 'monitor': name} (lr_scheduler and monitor optional); ([opt, ...], "
             "[sched, ...]); or a list of such dicts; where a scheduler may be {'scheduler': "
             "sched, 'interval': 'epoch' | 'step', 'frequency': n, 'monitor': name}")
+#: the keys of an ``optim_wrapper`` config that sets only how the optimizer is stepped
+WRAPPER_OPTIONS = frozenset({"type", "clip_grad", "accumulative_counts", "loss_scale", "dtype",
+                             "device_type"})
 _OPTIMIZER_KEYS = {"optimizer", "lr_scheduler", "monitor"}
 _SCHEDULER_KEYS = {"scheduler", "interval", "frequency", "monitor", "strict", "name",
                    "reduce_on_plateau"}
@@ -105,46 +116,85 @@ class EveryN:
         return f"EveryN({type(self.scheduler).__name__}, n={self.n})"
 
 
-def optimization_from_model(model: torch.nn.Module, metric_names: Collection[str] = ()
+def optimization_from_model(model: torch.nn.Module, wrapper_cfg: Mapping[str, Any] | None = None
                             ) -> tuple[OptimWrapperLike, list[tuple[Any, bool]]] | None:
     """The optimizer wrapper and ``(scheduler, by_epoch)`` pairs from
     ``model.configure_optimizers()``; None when the model defines no such method
     (a ``LightningModule``'s inherited stub does not count).
 
-    ``metric_names`` (the run's validation metrics) decide whether a
-    ``"val_<name>"`` monitor keeps its prefix.
+    ``wrapper_cfg`` (an ``optim_wrapper`` config without ``"optimizer"``, see
+    :func:`wraps_model_optimizers`) says how each optimizer is wrapped: its type,
+    ``clip_grad``, ``accumulative_counts``, ``dtype`` ...; none: a plain
+    :class:`OptimWrapper`.
     """
     method = own_method(model, "configure_optimizers")
     if method is None:
         return None
     where = f"{type(model).__name__}.configure_optimizers()"
-    try:
-        result = method()
-    except Exception as exc:
-        add_note = getattr(exc, "add_note", None)
-        if add_note is not None:
-            add_note(f"hookline: raised in {where}, which the Runner calls because neither "
-                     "optimizer= nor optim_wrapper= was given (hookline has no Lightning "
-                     "Trainer: self.trainer is not available there)")
-        raise
+    result = _called(method, where)
     if result is None:
         raise ConfigError(f"{where} returned None: hookline trains with an optimizer; return "
                           f"one ({ACCEPTED}), or give the Runner optimizer= / optim_wrapper=")
     optimizers, schedulers = read_optimizers(result, where)
+    wrappers = [_wrap(opt, wrapper_cfg) for opt in optimizers]
     wrapper: OptimWrapperLike
-    if len(optimizers) == 1:
-        wrapper = OptimWrapper(optimizers[0])
+    if len(wrappers) == 1:
+        wrapper = wrappers[0]
     elif hasattr(model, "train_step"):
-        wrapper = OptimWrapperDict(**{str(i): OptimWrapper(opt) for i, opt in enumerate(optimizers)})
+        wrapper = OptimWrapperDict(**{str(i): w for i, w in enumerate(wrappers)})
     else:
         raise ConfigError(
             f"{where} returned {len(optimizers)} optimizers: hookline steps one optimizer per "
             "training step (Lightning's manual optimization is not supported); return one, or "
             "give the model MMEngine's train_step(data, optim_wrapper), which gets them as "
             "optim_wrapper['0'], optim_wrapper['1'] ... and updates them itself")
-    entries = [_scheduler_entry(spec, monitor, optimizers, metric_names, where)
-               for spec, monitor in schedulers]
+    entries = [_scheduler_entry(spec, monitor, optimizers, where) for spec, monitor in schedulers]
     return wrapper, entries
+
+
+def _called(method: Any, where: str) -> Any:
+    """``method()``, its error noted with why the Runner called it."""
+    try:
+        return method()
+    except Exception as exc:
+        add_note = getattr(exc, "add_note", None)
+        if add_note is not None:
+            add_note(f"hookline: raised in {where}, which the Runner calls when it is built "
+                     "because no optimizer= was given and optim_wrapper= gives no optimizer "
+                     "(self.trainer and self.log work there, as in Lightning)")
+        raise
+
+
+def _wrap(optimizer: torch.optim.Optimizer, wrapper_cfg: Mapping[str, Any] | None
+          ) -> OptimWrapper:
+    """``optimizer`` in the wrapper ``wrapper_cfg`` describes (a plain one for None)."""
+    if wrapper_cfg is None:
+        return OptimWrapper(optimizer)
+    cfg = {"type": "OptimWrapper", **wrapper_cfg, "optimizer": optimizer}
+    wrapper: OptimWrapper = OPTIM_WRAPPERS.build(cfg)
+    return wrapper
+
+
+def wraps_model_optimizers(optim_wrapper: Any) -> bool:
+    """Whether ``optim_wrapper`` is a config of how to step an optimizer it does not name
+    (no ``"optimizer"``, only :data:`WRAPPER_OPTIONS`, or a ``type`` other than
+    ``OptimWrapperDict``): the one(s) ``configure_optimizers()`` returns.
+
+    Example::
+
+        >>> wraps_model_optimizers({"clip_grad": {"max_norm": 1.0}, "accumulative_counts": 2})
+        True
+        >>> wraps_model_optimizers({"encoder": {"optimizer": {"type": "SGD", "lr": 0.1}}})
+        False
+    """
+    if not isinstance(optim_wrapper, Mapping) or "optimizer" in optim_wrapper \
+            or not optim_wrapper:
+        return False
+    kind = optim_wrapper.get("type")
+    if kind == "OptimWrapperDict":
+        return False
+    return kind is not None or set(map(str, optim_wrapper)) <= WRAPPER_OPTIONS \
+        or not all(isinstance(v, Mapping) for v in optim_wrapper.values())
 
 
 def read_optimizers(result: Any, where: str = "configure_optimizers()"
@@ -201,7 +251,7 @@ def _from_dicts(dicts: Sequence[Mapping[str, Any]], where: str
 
 
 def _scheduler_entry(spec: Any, monitor: str | None, optimizers: list[torch.optim.Optimizer],
-                     metric_names: Collection[str], where: str) -> tuple[Any, bool]:
+                     where: str) -> tuple[Any, bool]:
     conf: dict[str, Any] = dict(spec) if isinstance(spec, Mapping) else {"scheduler": spec}
     unknown = sorted(set(map(str, conf)) - _SCHEDULER_KEYS)
     if unknown:
@@ -233,19 +283,11 @@ def _scheduler_entry(spec: Any, monitor: str | None, optimizers: list[torch.opti
         if interval != "epoch" or frequency != 1:
             raise ConfigError(f"{where}: ReduceLROnPlateau steps after each validation in "
                               "hookline; 'interval': 'step' and 'frequency' are not supported")
-        scheduler.monitor = _metric_name(name, metric_names)  # type: ignore[attr-defined]
+        scheduler.monitor = name  # type: ignore[attr-defined]  # looked up after validation
         return scheduler, True
     if frequency > 1:
         scheduler = EveryN(scheduler, frequency)
     return scheduler, interval == "epoch"
-
-
-def _metric_name(monitor: str, metric_names: Collection[str]) -> str:
-    """Lightning's ``"val_loss"`` / ``"val/loss"`` is hookline's validation metric ``loss``."""
-    for prefix in ("val_", "val/"):
-        if monitor.startswith(prefix) and monitor not in metric_names:
-            return monitor[len(prefix):]
-    return monitor
 
 
 def _describe(value: Any) -> str:
@@ -253,16 +295,33 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
-def build_optimization(optimizer: Any, optim_wrapper: Any, model: torch.nn.Module,
-                       metric_names: Collection[str] = ()
+def build_optimization(optimizer: Any, optim_wrapper: Any, model: torch.nn.Module
                        ) -> tuple[OptimWrapperLike | None, list[tuple[Any, bool]]]:
     """The Runner's optimizer wrapper (:func:`~hookline.engine.build.build_optim_wrapper`)
     and the ``(scheduler, by_epoch)`` pairs that come with it: the model's
-    ``configure_optimizers()`` ones when neither ``optimizer`` nor ``optim_wrapper``
-    is given, else none (``param_scheduler`` adds its own).
+    ``configure_optimizers()`` ones when ``optimizer`` is not given and ``optim_wrapper``
+    is none or names no optimizer (:func:`wraps_model_optimizers`: it then wraps the
+    model's), else none (``param_scheduler`` adds its own).
     """
-    if optimizer is None and optim_wrapper is None:
-        found = optimization_from_model(model, metric_names)
+    if optimizer is None and (optim_wrapper is None or wraps_model_optimizers(optim_wrapper)):
+        found = optimization_from_model(model, optim_wrapper)
         if found is not None:
             return found
+        if optim_wrapper is not None:
+            raise ConfigError(
+                f"optim_wrapper has no 'optimizer' and {type(model).__name__} has no "
+                "configure_optimizers() to give one: add it, e.g. {'type': 'OptimWrapper', "
+                "'optimizer': {'type': 'SGD', 'lr': 0.01}, ...}")
+    elif own_method(model, "configure_optimizers") is not None:
+        _warn_unused(model, "optimizer=" if optimizer is not None else "optim_wrapper=")
     return build_optim_wrapper(optimizer, optim_wrapper, model), []
+
+
+def _warn_unused(model: torch.nn.Module, given: str) -> None:
+    """One warning: the Runner's ``given`` optimizer wins over ``configure_optimizers()``."""
+    logger = current_logger()
+    if logger is not None:
+        logger.warning("%s.configure_optimizers() is not used: the Runner's %s gives the "
+                       "optimizer (and its schedulers are left out); to keep them, give "
+                       "optim_wrapper= without 'optimizer', e.g. {'clip_grad': {'max_norm': 1.0}}",
+                       type(model).__name__, given)

@@ -1,7 +1,8 @@
 """The optimizer wrapper and parameter schedulers of a run, built in one place.
 
 ``optimizer`` / ``optim_wrapper`` configs, else the model's
-``configure_optimizers()`` (Lightning's; run inside :func:`adapt_model`, so that
+``configure_optimizers()`` (Lightning's; an ``optim_wrapper`` config without
+``"optimizer"`` wraps its optimizers; run inside :func:`adapt_model`, so that
 a LightningModule can read ``self.trainer.estimated_stepping_batches``), then
 ``param_scheduler`` with the lengths left to the run filled in
 (:mod:`~hookline.engine.schedule_length`), then the check that no scheduler is
@@ -40,8 +41,7 @@ def build_run_optimization(runner: Any, optimizer: Any, optim_wrapper: Any,
     """``(optimizer wrapper, [(scheduler, by_epoch), ...])`` for ``runner`` (its ``model``,
     ``metrics`` and ``train_loop`` are built already)."""
     with adapt_model(runner):
-        wrapper, schedulers = build_optimization(optimizer, optim_wrapper, runner.model,
-                                                 runner.metrics)
+        wrapper, schedulers = build_optimization(optimizer, optim_wrapper, runner.model)
     steps = SchedulerSteps.of_run(runner.train_loop, wrapper)  # lengths left to the run
     names = wrapper_names(wrapper)
     if names is None:

@@ -349,20 +349,24 @@ def check_optim_wrapper(spec: Any, where: str = "optim_wrapper") -> torch.optim.
             raise ConfigError(f"{where} must be an OptimWrapper or a config such as "
                               "{'optimizer': {'type': 'SGD', 'lr': 0.01}}, got " + repr(spec))
         return None
-    if spec.get("type") == "OptimWrapperDict" or ("type" not in spec and "optimizer" not in spec
-                                                  and spec and all(isinstance(v, Mapping)
-                                                                   for v in spec.values())):
+    from .configure_optimizers import wraps_model_optimizers  # noqa: PLC0415  (imports build)
+    options_only = wraps_model_optimizers(spec)  # the model's configure_optimizers() optimizer
+    if not options_only and (spec.get("type") == "OptimWrapperDict" or (
+            "type" not in spec and "optimizer" not in spec and spec)):
         for name, child in spec.items():  # several optimizers, by submodule
             if name != "type":
                 check_optim_wrapper(child, f"{where}.{name}")
         return None
-    if "optimizer" not in spec:
+    if "optimizer" not in spec and not options_only:
         raise ConfigError(f"{where} has no 'optimizer', e.g. {{type: OptimWrapper, optimizer: "
-                          "{type: SGD, lr: 0.01}}")
-    optimizer = check_optimizer(spec["optimizer"], f"{where}.optimizer")
+                          "{type: SGD, lr: 0.01}} (without one, configure_optimizers() of the "
+                          "model must give it)")
+    optimizer = (check_optimizer(spec["optimizer"], f"{where}.optimizer") if "optimizer" in spec
+                 else None)  # checked when the Runner is built, with the model's
     kind = spec.get("type", "OptimWrapper")
     target = _resolve(OPTIM_WRAPPERS, {**spec, "type": kind}, where, "{'type': 'OptimWrapper'}")
     kwargs = {k: v for k, v in spec.items() if k != "type"}
+    kwargs.setdefault("optimizer", None)
     _call_check(target, kwargs, f"optim_wrapper type {_label(target, kind)!r}", where)
     positive_int(spec.get("accumulative_counts", 1), f"{where}.accumulative_counts")
     check_clip_grad(spec.get("clip_grad"), f"{where}.clip_grad")
@@ -376,6 +380,19 @@ def check_dataloader(spec: Any, where: str, *, datasets: Registry | None = None)
     a ``datasets`` config (its class's ``check_args`` runs if it has one; nothing is loaded)."""
     if spec is None or isinstance(spec, DataLoader):
         return
+    if callable(getattr(spec, "train_dataloader", None)) and callable(getattr(spec, "setup", None)):
+        raise ConfigError(f"{where} got a LightningDataModule ({type(spec).__name__}); the Runner "
+                          "takes its loaders: dm.prepare_data(); dm.setup('fit'); then "
+                          "train_dataloader=dm.train_dataloader(), val_dataloader="
+                          "dm.val_dataloader() (dm.setup('test'); test_dataloader="
+                          "dm.test_dataloader() for runner.test())")
+    loaders = list(spec.values()) if isinstance(spec, Mapping) else spec
+    if isinstance(loaders, (list, tuple)) and len(loaders) > 1 \
+            and all(isinstance(x, DataLoader) for x in loaders):
+        raise ConfigError(f"{where} got {len(loaders)} DataLoaders (Lightning's multiple "
+                          f"dataloaders): a Runner takes one {where}; pass one DataLoader (to "
+                          "score several sets, run runner.val() once per loader, or join the "
+                          "datasets with torch.utils.data.ConcatDataset)")
     if not isinstance(spec, Mapping):
         hint = ("; for batches already made, pass DataLoader(batches, batch_size=None)"
                 if isinstance(spec, (list, tuple)) else "")

@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from torch.optim.lr_scheduler import ReduceLROnPlateau
@@ -118,11 +119,37 @@ class ParamSchedulerHook(Hook):
             return
         for scheduler in self._plateau:
             monitor = getattr(scheduler, "monitor", "loss")
-            if not metrics or monitor not in metrics:
+            value = monitored_value(runner, monitor, metrics or {})
+            if value is None:
                 raise ConfigError(
                     f"ReduceLROnPlateau monitors {monitor!r} but validation gave "
                     f"{sorted(metrics or {})}; set 'monitor' in its config")
-            scheduler.step(metrics[monitor])
+            scheduler.step(value)
+
+
+def monitored_value(runner: Runner, monitor: str, metrics: Mapping[str, Any]) -> Any:
+    """The value of ``monitor`` after a validation, None when there is none: the validation
+    metric of that name; else a value a LightningModule logged under it (a Lightning trainer
+    facade's ``callback_metrics``, e.g. a training value); else, for Lightning's
+    ``"val_<name>"`` / ``"val/<name>"``, the validation metric ``<name>``.
+
+    Example::
+
+        >>> from types import SimpleNamespace
+        >>> runner = SimpleNamespace(hooks=SimpleNamespace(hooks=[]))
+        >>> monitored_value(runner, "val_loss", {"loss": 0.5}), monitored_value(runner, "acc", {})
+        (0.5, None)
+    """
+    if monitor in metrics:
+        return metrics[monitor]
+    for hook in runner.hooks.hooks:  # the trainer facade of a run with Lightning objects
+        logged = getattr(hook, "callback_metrics", None)
+        if isinstance(logged, Mapping) and monitor in logged:
+            return float(logged[monitor])
+    for prefix in ("val_", "val/"):
+        if monitor.startswith(prefix) and monitor[len(prefix):] in metrics:
+            return metrics[monitor[len(prefix):]]
+    return None
 
 
 @HOOKS.register()

@@ -53,8 +53,8 @@ from hookline.engine.hook_table import HookTable
 
 from .lightning_facade import LightningRunner
 
-__all__ = ["ActivationStatsCallback", "FeatureExtractorCallback", "GradientMonitorCallback",
-           "HookCallback"]
+__all__ = ["ActivationStatsCallback", "FeatureExtractorCallback",  # noqa: F822  (__getattr__)
+           "GradientMonitorCallback", "HookCallback"]
 
 
 def _outputs(outputs: Any) -> dict[str, Any] | None:
@@ -219,8 +219,15 @@ class HookCallback(pl.Callback):
                 hook.load_state_dict(state_dict[hook.state_key])
 
 
-from .lightning_inspect import (  # noqa: E402  (they subclass HookCallback)
-    ActivationStatsCallback,
-    FeatureExtractorCallback,
-    GradientMonitorCallback,
-)
+#: the inspect callbacks live in lightning_inspect (they subclass HookCallback, so that module
+#: imports this one): looked up on first use, so either module may be imported first
+_INSPECT_CALLBACKS = ("ActivationStatsCallback", "FeatureExtractorCallback",
+                      "GradientMonitorCallback")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _INSPECT_CALLBACKS:
+        from . import lightning_inspect  # noqa: PLC0415  (see _INSPECT_CALLBACKS)
+
+        return getattr(lightning_inspect, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -208,7 +208,8 @@ class ModuleLog:
                  batch_size: int | None = None, metric_attribute: str | None = None,
                  rank_zero_only: bool = False) -> None:
         self.hook.record(name, value, prog_bar=prog_bar, on_step=on_step, on_epoch=on_epoch,
-                         reduce_fx=reduce_fx, sync_dist=sync_dist, batch_size=batch_size)
+                         reduce_fx=reduce_fx, sync_dist=sync_dist, batch_size=batch_size,
+                         logger=logger)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ModuleLog:
         return self

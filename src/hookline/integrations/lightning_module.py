@@ -28,11 +28,13 @@ Where a logged value goes:
 - outside a batch (a Lightning callback's ``on_train_epoch_end`` ...): one
   epoch value, published at once;
 - every value: ``trainer.callback_metrics`` (and ``progress_bar_metrics``
-  for ``prog_bar=True``).
+  for ``prog_bar=True``); unless ``logger=False``, ``trainer.logged_metrics``
+  too, under Lightning's names (``<name>_step`` / ``<name>_epoch`` for a value
+  logged both ways, a validation step's value too).
 
 ``reduce_fx`` may be ``"mean"``, ``"sum"``, ``"max"`` or ``"min"``;
 ``sync_dist=True`` reduces a training epoch value over the ranks (step
-values stay per rank); ``logger``, ``enable_graph``, ``add_dataloader_idx``,
+values stay per rank); ``enable_graph``, ``add_dataloader_idx``,
 ``metric_attribute`` and ``rank_zero_only`` are accepted and change nothing.
 Nothing is read back from the device per step.
 
@@ -88,6 +90,7 @@ class LightningModuleHook(Hook):
         self._pass_done = False
         self._metrics: dict[str, Any] | None = None  # the evaluation metrics being reported
         self._prog_bar: set[str] = set()  # names logged with prog_bar=True
+        self._unlogged: set[str] = set()  # names logged with logger=False
         #: the module's own hook methods (``on_validation_epoch_end`` ...) it overrides
         self.calls = ModuleHooks(module)
 
@@ -145,7 +148,7 @@ class LightningModuleHook(Hook):
     # -- what self.log does ---------------------------------------------------------------------
     def record(self, name: str, value: Any, *, prog_bar: bool = False, on_step: bool | None = None,
                on_epoch: bool | None = None, reduce_fx: Any = "mean", sync_dist: bool = False,
-               batch_size: int | None = None) -> None:
+               batch_size: int | None = None, logger: bool | None = None) -> None:
         """Record one ``self.log(name, value, ...)`` call of the module."""
         if not isinstance(name, str) or not name:
             raise ConfigError(f"self.log needs a name (a non-empty str), got {name!r}")
@@ -174,6 +177,8 @@ class LightningModuleHook(Hook):
                               "on_epoch, reduce_fx, sync_dist): Lightning refuses it too")
         if prog_bar:
             self._prog_bar.add(name)
+        if logger is False:
+            self._unlogged.add(name)
         if on_step and not is_metric(logged):
             self._step_value(phase, entry, logged, prog_bar)
         if on_epoch:
@@ -193,6 +198,8 @@ class LightningModuleHook(Hook):
                 self.trainer.runner.message_hub.update(f"train/{name}", value)
         if prog_bar:
             self.trainer.progress_bar_metrics[name] = value
+        if entry.name not in self._unlogged:
+            self.trainer.logged_metrics[name] = value
 
     def _size(self, entry: LoggedValue, value: Any, batch_size: int | None) -> int:
         if batch_size is not None:
@@ -217,6 +224,8 @@ class LightningModuleHook(Hook):
             trainer.callback_metrics[value.name] = trainer.callback_metrics[value.epoch_name] = result
             if value.name in self._prog_bar:
                 trainer.progress_bar_metrics[value.epoch_name] = result
+            if value.name not in self._unlogged:
+                trainer.logged_metrics[value.epoch_name] = result
         if phase == "train":
             for value, result in results:
                 hub.remove(f"train/{value.epoch_name}")  # one value an epoch: never averaged

@@ -65,7 +65,8 @@ from .lightning_calls import METHOD_STAGES, batch_in_epoch
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
 
-__all__ = ["HOOK_METHODS", "REFUSED", "ModuleHooks", "batch_in_epoch", "overridden_hooks"]
+__all__ = ["HOOK_METHODS", "REFUSED", "ModuleHooks", "batch_in_epoch",
+           "check_automatic_optimization", "overridden_hooks"]
 
 _MODULES = ("lightning.pytorch", "pytorch_lightning")
 
@@ -95,11 +96,35 @@ def overridden_hooks(module: Any, names: Any = None) -> frozenset[str]:
 
 
 def check_module_hooks(module: Any) -> None:
-    """A :class:`ConfigError` for a module overriding a hook a hookline run cannot call."""
+    """A :class:`ConfigError` for a module overriding a hook a hookline run cannot call, or
+    asking for Lightning's manual optimization (:func:`check_automatic_optimization`)."""
+    check_automatic_optimization(module)
     for name in sorted(overridden_hooks(module, REFUSED)):
         raise ConfigError(f"{type(module).__name__}.{name} cannot run in a hookline Runner: "
                           f"{REFUSED[name]}; do that work in training_step / validation_step, "
                           "or in the DataLoader's collate_fn, and remove the override")
+
+
+def check_automatic_optimization(module: Any) -> None:
+    """A :class:`ConfigError` for ``automatic_optimization = False`` (Lightning's manual
+    optimization) on a module without MMEngine's ``train_step(data, optim_wrapper)``: the
+    Runner backpropagates the loss ``training_step`` returns and steps the optimizer and the
+    schedulers itself, so they would run twice (or ``self.manual_backward`` fail)."""
+    if getattr(module, "automatic_optimization", True) or hasattr(module, "train_step"):
+        return
+    name = type(module).__name__
+    raise ConfigError(
+        f"{name}.automatic_optimization is False (Lightning's manual optimization), which a "
+        "hookline Runner does not support: it runs the backward pass, the optimizer step and "
+        "the scheduler steps itself after training_step. Either leave automatic_optimization "
+        "True and return the loss from training_step (clipping, accumulation and AMP come "
+        "from optim_wrapper={'clip_grad': ..., 'accumulative_counts': ...}), or rename "
+        f"training_step to MMEngine's train_step(self, data, optim_wrapper): the Runner then "
+        "runs it as the model's own update and steps no optimizer itself; optim_wrapper wraps "
+        "the optimizer configure_optimizers() returns (optim_wrapper['0'], ['1'] ... for "
+        "several): call optim_wrapper.update_params(loss), or loss.backward() and "
+        "optim_wrapper.step() / zero_grad(), and return a dict of values to log (the Runner "
+        "still steps configure_optimizers()' schedulers; self.log works as in training_step)")
 
 
 class ModuleHooks:

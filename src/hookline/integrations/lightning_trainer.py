@@ -9,7 +9,9 @@ read up to date:
   ``max_epochs``, ``max_steps`` (``max_iters`` in iteration-based runs, else
   -1), ``estimated_stepping_batches``, ``num_training_batches``
   (``float("inf")`` for a loader without a length, as in Lightning);
-- ``should_stop`` (read/write: ``runner.stop_training``);
+- ``should_stop`` (read/write: ``runner.stop_training``); ``is_last_batch``
+  (True from the start of an epoch's last training batch until the next
+  epoch starts, as in Lightning; always False for a loader without a length);
 - ``callback_metrics``: the training step's scalar outputs under their names
   (``loss`` ...), validation metrics as ``val_<name>``, test metrics as
   ``test_<name>`` (device tensors, no sync), plus what ``pl_module.log``
@@ -101,6 +103,9 @@ class LightningTrainer(TrainerAttributes, Hook):
         self.fit_loop = self._logger_connector = FitLoop(self)
         self._finishing: int | None = None  # the epoch whose end (validation ...) is under way
         self._epoch_first_iter: int | None = None  # runner.iter at the open epoch's start
+        self._epoch_batches: int | float = math.inf  # training batches per epoch (pass)
+        #: Lightning's: whether the training batch in progress is its epoch's last
+        self.is_last_batch = False
         #: the validation / test metrics a LightningModule logged itself (``self.log``): in
         #: ``callback_metrics`` under their own names, not again as ``val_<name>``
         self.module_metrics: set[str] = set()
@@ -283,9 +288,11 @@ class LightningTrainer(TrainerAttributes, Hook):
     def before_train(self, runner: Runner) -> None:
         self._mode("fit", "train")
         self._finishing = None
+        self._epoch_batches = _batches(runner.train_dataloader)
 
     def before_train_epoch(self, runner: Runner) -> None:
         self._finishing = None
+        self.is_last_batch = False
         self._epoch_first_iter = runner.iter  # None once the epoch has ended
 
     def after_train_epoch(self, runner: Runner) -> None:
@@ -305,6 +312,9 @@ class LightningTrainer(TrainerAttributes, Hook):
         self._finishing = int(runner.epoch)  # the epoch in progress, as in its validation
         with runner.state.counting_current("epoch"):  # logged and saved as that epoch's
             val_loop.run()
+
+    def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
+        self.is_last_batch = batch_idx + 1 >= self._epoch_batches
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: Any = None) -> None:
