@@ -203,6 +203,12 @@ def summary(runner: Any, seconds: float) -> str:
         result = f"final validation: {shown}"
     elif "train/loss" in runner.message_hub:
         result = f"last training loss {runner.message_hub.latest('train/loss'):.4f}"
+    elif trained := [key for key in runner.message_hub.log_scalars if key.startswith("train/")
+                     and key not in ("train/time", "train/data_time")]:
+        # a model's own train_step logs its own names (a GAN's d_loss, g_loss)
+        shown = ", ".join(f"{key[len('train/'):]} {runner.message_hub.latest(key):.4f}"
+                          for key in trained[:4])
+        result = f"last training values: {shown}"
     else:
         result = "no training left to do (the run was already complete)"
     return f"trained {length} in {seconds:.1f} s; {result}"

@@ -36,6 +36,7 @@ from .default_hooks import check_default_hooks
 from .environment import check_device, check_work_dir
 from .hook import Hook
 from .hook_adapters import find_adapter
+from .registries import MODELS
 from .schedulers_per_optimizer import per_optimizer, wrapper_names
 from .torch_args import (
     check_dataloader,
@@ -46,7 +47,8 @@ from .torch_args import (
     dummy_optimizer,
 )
 
-__all__ = ["check_fast_data", "check_hooks_argument", "check_runner_arguments", "ddp_options"]
+__all__ = ["check_configure_optimizers", "check_fast_data", "check_hooks_argument",
+           "check_runner_arguments", "ddp_options"]
 
 
 def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: Any = None,
@@ -87,11 +89,8 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
                           "not both")
     dummy = check_optimizer(optimizer) if optim_wrapper is None else \
         check_optim_wrapper(optim_wrapper)
-    if wraps_model_optimizers(optim_wrapper) and not callable(
-            getattr(model, "configure_optimizers", None)):
-        raise ConfigError("optim_wrapper has no 'optimizer', e.g. {type: OptimWrapper, "
-                          "optimizer: {type: SGD, lr: 0.01}} (without one, the model's "
-                          f"configure_optimizers() gives it, and {type(model).__name__} has none)")
+    if wraps_model_optimizers(optim_wrapper):
+        check_configure_optimizers(model)
     given = optimizer if optimizer is not None else getattr(optim_wrapper, "optimizer", None)
     if dummy is None and isinstance(given, torch.optim.Optimizer):
         dummy = dummy_optimizer(given)
@@ -207,6 +206,23 @@ def ddp_options(find_unused_parameters: Any = False, model_wrapper_cfg: Any = No
     if find_unused_parameters:
         options["find_unused_parameters"] = True
     return dict(sorted(options.items()))
+
+
+def check_configure_optimizers(model: Any) -> None:
+    """An ``optim_wrapper`` without ``optimizer`` wraps the model's ``configure_optimizers()``
+    optimizers: a :class:`ConfigError` when the model (or its config's class) has none."""
+    target = model
+    if isinstance(model, Mapping):  # a config: its registered class
+        kind = model.get("type")
+        try:
+            target = MODELS.get(kind) if isinstance(kind, str) else kind
+        except ConfigError:  # an unknown type: that error comes when the model is built
+            return
+    if target is not None and not callable(getattr(target, "configure_optimizers", None)):
+        name = getattr(target, "__name__", type(target).__name__)
+        raise ConfigError("optim_wrapper has no 'optimizer', e.g. {type: OptimWrapper, "
+                          "optimizer: {type: SGD, lr: 0.01}} (without one, the model's "
+                          f"configure_optimizers() gives it, and {name} has none)")
 
 
 def resume_and_load_from(resume: str | os.PathLike[str] | bool | None,

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from hookline.core import ConfigError
-from hookline.engine.arguments import check_fast_data, check_hooks_argument
+from hookline.engine.arguments import check_configure_optimizers, check_fast_data, check_hooks_argument
 from hookline.engine.checks import positive_int
+from hookline.engine.configure_optimizers import wraps_model_optimizers
 from hookline.engine.default_hooks import DEFAULT_HOOKS, LEGACY_DEFAULT_HOOKS, check_default_hooks
 from hookline.engine.environment import check_device, check_work_dir
 from hookline.engine.evaluator import METRICS
@@ -42,6 +43,7 @@ from hookline.engine.registries import (
     PARAM_SCHEDULERS,
 )
 from hookline.engine.schedule_length import fill_run_lengths
+from hookline.engine.schedulers_per_optimizer import per_optimizer, wrapper_names
 from hookline.engine.torch_args import (
     SCHEDULER_EXTRAS,
     check_dataloader,
@@ -49,6 +51,7 @@ from hookline.engine.torch_args import (
     check_optim_wrapper,
     check_optimizer,
     check_schedulers,
+    dummy_optimizer,
     run_check_args,
 )
 
@@ -82,6 +85,22 @@ def _schedulers(spec: Any, where: str, cfg: Mapping) -> None:
         return
     if cfg.get("optimizer") is None and cfg.get("optim_wrapper") is None:
         raise ConfigError(f"{where} needs an optimizer: add optimizer: {{type: SGD, lr: 0.01}}")
+    wrapper = cfg.get("optim_wrapper")
+    names = wrapper_names(wrapper) if cfg.get("optimizer") is None else None
+    if names is not None and isinstance(wrapper, Mapping):  # several optimizers: MMEngine's forms
+        for name, part in per_optimizer(spec, names):
+            child = check_optim_wrapper(wrapper[name], f"optim_wrapper.{name}")
+            _scheduler_entries(part, f"{where}.{name}", child or dummy_optimizer())
+        return
+    if cfg.get("optimizer") is not None:
+        dummy = check_optimizer(cfg["optimizer"])
+    else:
+        dummy = check_optim_wrapper(wrapper) or dummy_optimizer()  # or configure_optimizers()'s
+    _scheduler_entries(spec, where, dummy)
+
+
+def _scheduler_entries(spec: Any, where: str, dummy: Any) -> None:
+    """Each scheduler entry's type and arguments, then the schedulers built on ``dummy``."""
     spec = fill_run_lengths(spec, None, where)  # T_max left out follows the run: a placeholder
     items = spec if isinstance(spec, list) else [spec]
     for i, item in enumerate(items):
@@ -92,13 +111,6 @@ def _schedulers(spec: Any, where: str, cfg: Mapping) -> None:
             for j, child in enumerate(children):
                 check_spec(PARAM_SCHEDULERS, child, f"{label}.schedulers[{j}]",
                            ignore=SCHEDULER_EXTRAS, injected=("optimizer",))
-    if cfg.get("optimizer") is not None:
-        dummy = check_optimizer(cfg["optimizer"])
-    else:
-        dummy = check_optim_wrapper(cfg["optim_wrapper"])
-        if dummy is None:  # several optimizers: the Runner has no single one to schedule
-            raise ConfigError(f"{where} needs a single optimizer; with one optim_wrapper per "
-                              "submodule, give each its own schedulers in Python")
     check_schedulers(spec, dummy, where)
 
 
@@ -158,6 +170,12 @@ def _optim_wrapper(spec: Any, where: str, cfg: Mapping) -> None:
         raise ConfigError("give optimizer or optim_wrapper (which holds its own optimizer), not both")
     if not isinstance(spec, Mapping):
         check_spec(OPTIM_WRAPPERS, spec, where)
+        return
+    if wraps_model_optimizers(spec):  # how to step the model's configure_optimizers() ones
+        check_configure_optimizers(cfg.get("model"))
+        check_spec(OPTIM_WRAPPERS, {"type": "OptimWrapper", **spec}, where,
+                   injected=("optimizer",))
+        check_optim_wrapper(spec, where)
         return
     if "type" not in spec and "optimizer" not in spec and spec and all(
             isinstance(v, Mapping) for v in spec.values()):  # several optimizers, by submodule
