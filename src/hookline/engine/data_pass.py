@@ -24,12 +24,16 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.utils.data import RandomSampler
 
 from .data import skip_batches
 from .fast_batches import iter_batches
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import Runner
 
 __all__ = ["LookAheadPass", "running_pass", "start_pass"]
 
@@ -118,3 +122,24 @@ def running_pass(loader: Any) -> LookAheadPass | None:
     except TypeError:
         return None
     return ref() if ref is not None else None
+
+
+def warn_inexact_resume(runner: Runner, loader: Any) -> None:
+    """One warning per reason when a pass resumed in the middle cannot replay the interrupted
+    one: a torch ``RandomSampler`` that draws its order from the global RNG (a DataLoader a
+    hook assigned as it is, not through ``runner.build_dataloader``), or worker processes
+    whose own random augmentations restart from the epoch's seed."""
+    sampler = getattr(loader, "sampler", None)
+    if type(sampler) is RandomSampler and sampler.generator is None:
+        runner.logger.warning(
+            "resumed in the middle of an epoch of a train DataLoader whose RandomSampler draws "
+            "its order from the global RNG (assigned as it is, not built with "
+            "runner.build_dataloader): the rest of this epoch runs in another order than the "
+            "interrupted run's, so the resume is not exact; build the loader with "
+            "runner.build_dataloader(...) to resume it exactly")
+    if getattr(loader, "num_workers", 0) > 0:
+        runner.logger.warning(
+            "resumed in the middle of an epoch of a train DataLoader with num_workers=%d: the "
+            "workers' own random augmentations restart from the epoch's seed, so the rest of "
+            "this epoch is not augmented as in the interrupted run (the data order is)",
+            loader.num_workers)

@@ -20,24 +20,22 @@ Example::
 from __future__ import annotations
 
 import abc
-import contextlib
 import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.utils.data import RandomSampler
 
 from hookline.core import ConfigError
 
 from .base_loop import BaseLoop, note_where
 from .checks import positive_int
 from .data import loader_length, move_to, set_epoch
-from .data_pass import LookAheadPass, start_pass
+from .data_pass import LookAheadPass, start_pass, warn_inexact_resume
 from .eval_loop import TestLoop, ValLoop
 from .loop_config import train_loop_config
 from .registries import LOOPS
-from .rng import get_rng_state, set_rng_state
+from .rng import rng_kept
 from .run_state import describe_position
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,38 +44,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["LOOPS", "BaseLoop", "EpochBasedTrainLoop", "IterBasedTrainLoop", "TestLoop",
            "TrainLoop", "ValLoop", "train_loop_config"]
-
-
-@contextlib.contextmanager
-def rng_kept() -> Iterator[None]:
-    """Inside, the global RNGs (python, numpy, torch, CUDA) may be drawn from; after, they are
-    as they were before (what ``torch.random.fork_rng`` does for torch's, for all of them)."""
-    saved = get_rng_state()
-    try:
-        yield
-    finally:
-        set_rng_state(saved)
-
-
-def warn_inexact_resume(runner: Runner, loader: Any) -> None:
-    """One warning per reason when a pass resumed in the middle cannot replay the interrupted
-    one: a torch ``RandomSampler`` that draws its order from the global RNG (a DataLoader a
-    hook assigned as it is, not through ``runner.build_dataloader``), or worker processes
-    whose own random augmentations restart from the epoch's seed."""
-    sampler = getattr(loader, "sampler", None)
-    if type(sampler) is RandomSampler and sampler.generator is None:
-        runner.logger.warning(
-            "resumed in the middle of an epoch of a train DataLoader whose RandomSampler draws "
-            "its order from the global RNG (assigned as it is, not built with "
-            "runner.build_dataloader): the rest of this epoch runs in another order than the "
-            "interrupted run's, so the resume is not exact; build the loader with "
-            "runner.build_dataloader(...) to resume it exactly")
-    if getattr(loader, "num_workers", 0) > 0:
-        runner.logger.warning(
-            "resumed in the middle of an epoch of a train DataLoader with num_workers=%d: the "
-            "workers' own random augmentations restart from the epoch's seed, so the rest of "
-            "this epoch is not augmented as in the interrupted run (the data order is)",
-            loader.num_workers)
 
 
 class TrainLoop(BaseLoop):

@@ -22,8 +22,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -143,3 +145,14 @@ def set_rng_state(state: dict[str, Any]) -> None:
             )
         for device, value in enumerate(saved[:count]):
             torch.cuda.set_rng_state(_byte_tensor(value, f"cuda:{device}"), device)
+
+
+@contextlib.contextmanager
+def rng_kept() -> Iterator[None]:
+    """Inside, the global RNGs (python, numpy, torch, CUDA) may be drawn from; after, they are
+    as they were before (what ``torch.random.fork_rng`` does for torch's, for all of them)."""
+    saved = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(saved)
