@@ -40,7 +40,7 @@ from hookline.engine.checkpoint import (
     load_checkpoint_file,
     read_latest,
 )
-from hookline.engine.checkpoint.fit import weights_problem
+from hookline.engine.checkpoint.fit import weights_problem, without_ddp_prefix
 from hookline.engine.logs import close_logger
 from hookline.hooks.ema import EMAHook
 
@@ -117,6 +117,9 @@ def pick_checkpoint(work_dir: str | Path, which: str | None) -> Path:
     latest) in the last run of ``work_dir`` that wrote checkpoints, or a path."""
     if which not in (None, "best", "latest"):
         path = Path(str(which))
+        if path.is_dir():
+            raise ConfigError(f"checkpoint {str(which)!r} is a folder, not a checkpoint file; "
+                              f"accepted: {CHOICES}")
         if not path.is_file():
             raise ConfigError(f"checkpoint {str(which)!r} not found; accepted: {CHOICES}")
         return path
@@ -188,6 +191,7 @@ def evaluate_checkpoint(cfg: Mapping[str, Any], checkpoint: str | Path, split: s
     fresh = not eval_dir.exists()
     runner = build_runner(spec, save=False)  # eval/config.yaml: once the weights fit
     try:
+        weights = dict(without_ddp_prefix(runner.model, {"state_dict": weights})["state_dict"])
         problem = weights_problem(runner.model, weights, strict=True)
         if problem is not None:
             close_logger(runner.logger)

@@ -111,14 +111,30 @@ class RunnerCheckpoints:
         """Wait for background checkpoint writes; re-raise the first failure."""
         self.checkpoint_writer.flush()
 
-    def load_checkpoint(self, path: str | Path, resume: bool = False, *, map_location: Any = "cpu",
-                        checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Load the weights of ``path`` into the model (MMEngine's ``load_checkpoint``); the
-        run's position, optimizer and schedulers stay as they are. ``resume=True`` is
-        :meth:`resume`. Returns the checkpoint. ``map_location`` is accepted for MMEngine's
-        signature: the weights go where the model is."""
-        del map_location
-        return load(self, path, resume=resume, checkpoint=checkpoint)  # type: ignore[arg-type]
+    def load_checkpoint(self, path: str | Path, map_location: Any = "cpu", strict: bool = False,
+                        revise_keys: Sequence[tuple[str, str]] = (("^module\\.", ""),), *,
+                        resume: bool = False, checkpoint: dict[str, Any] | None = None
+                        ) -> dict[str, Any]:
+        r"""Load the weights of ``path`` into the model (MMEngine's ``load_checkpoint(filename,
+        map_location='cpu', strict=False, revise_keys=[(r'^module\.', '')])``); the run's
+        position, optimizer and schedulers stay as they are. ``strict=False`` (the default)
+        loads what fits and warns about missing, extra and reshaped weights (a new head);
+        ``revise_keys`` rewrite the weights' keys. ``map_location`` is accepted: the weights
+        go where the model is. ``resume=True`` is :meth:`resume`. Returns the checkpoint."""
+        if isinstance(map_location, bool):  # load_checkpoint(path, True): resume, positionally
+            raise ConfigError("load_checkpoint's second argument is MMEngine's map_location; to "
+                              "restore the whole run use runner.resume(path) (or resume=True)")
+        if not isinstance(strict, bool):
+            raise ConfigError(f"load_checkpoint strict must be True or False, got {strict!r}")
+        if isinstance(revise_keys, (str, bytes)) or not all(
+                isinstance(pair, (tuple, list)) and len(pair) == 2
+                and all(isinstance(p, str) for p in pair) for pair in revise_keys):
+            raise ConfigError("load_checkpoint revise_keys must be a list of (pattern, "
+                              f"replacement) string pairs, got {revise_keys!r}")
+        if resume:
+            return load(self, path, resume=True, checkpoint=checkpoint)  # type: ignore[arg-type]
+        return load(self, path, resume=False, checkpoint=checkpoint,  # type: ignore[arg-type]
+                    strict=strict, revise_keys=[(str(a), str(b)) for a, b in revise_keys])
 
     def resume(self, path: str | Path, resume_optimizer: bool = True,
                resume_param_scheduler: bool = True, map_location: Any = "default"

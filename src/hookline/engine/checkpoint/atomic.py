@@ -176,9 +176,11 @@ def read_latest(directory: PathLike) -> Path | None:
 
 
 def write_checkpoint(path: Path, payload: bytes, *, make_room: Iterable[Path] = (),
-                     logger: logging.Logger | None = None) -> Path:
+                     logger: logging.Logger | None = None, point_latest: bool = True) -> Path:
     """Write serialised checkpoint bytes to ``path`` atomically, with their checksum
-    (:mod:`~hookline.engine.checkpoint.integrity`), then point ``latest`` at it.
+    (:mod:`~hookline.engine.checkpoint.integrity`), then point ``latest`` at it
+    (``point_latest=False``: not, for a file that cannot resume a run, such as a
+    weights-only export).
 
     The one write path of the Runner: in the foreground, and on the background
     writer thread (:class:`~hookline.engine.checkpoint.CheckpointWriter`).
@@ -215,6 +217,8 @@ def write_checkpoint(path: Path, payload: bytes, *, make_room: Iterable[Path] = 
             raise CheckpointWriteError.from_os_error(
                 path, again, f"; deleting {', '.join(freed)} (over max_keep_ckpts) did not make "
                              "enough room") from again
+    if not point_latest:
+        return path
     try:
         write_latest(path.parent, path.name)
     except OSError as exc:

@@ -40,9 +40,10 @@ def _names(keys: Sequence[str], limit: int = 4) -> str:
 def weights_problem(model: torch.nn.Module, weights: Any, *, strict: bool) -> str | None:
     """What keeps ``weights`` (a checkpoint's ``state_dict``) from loading into ``model``, or None.
 
-    ``strict``: the keys must be the model's exactly (resuming); otherwise
-    missing and extra keys are allowed, but at least one must be the model's.
-    Shapes must match either way.
+    ``strict``: the keys and shapes must be the model's exactly (resuming);
+    otherwise missing and extra keys, and weights of another shape (a new
+    head when fine-tuning: :func:`other_shapes`, skipped with a warning, as
+    MMEngine does) are allowed, but at least one weight must fit.
     """
     if weights is None:
         return "it has no 'state_dict' (the model's weights)"
@@ -64,6 +65,12 @@ def weights_problem(model: torch.nn.Module, weights: Any, *, strict: bool) -> st
     if own and weights and not strict and len(unexpected) == len(weights):
         return (f"another model: none of its {len(weights)} weights ({_names(unexpected)}) is one "
                 "of this run's model")
+    if not strict:
+        reshaped = other_shapes(model, weights)
+        if own and weights and len(unexpected) + len(reshaped) == len(weights):
+            return (f"another model: none of its weights fits this run's model (other names: "
+                    f"{_names(unexpected) or 'none'}; other shapes: {_names(reshaped)})")
+        return None
     for key, value in weights.items():
         mine = own.get(key)
         if isinstance(mine, torch.Tensor) and isinstance(value, torch.Tensor) \
@@ -71,6 +78,14 @@ def weights_problem(model: torch.nn.Module, weights: Any, *, strict: bool) -> st
             return (f"state_dict[{key!r}] has shape {list(value.shape)}; this run's model has "
                     f"{list(mine.shape)}")
     return None
+
+
+def other_shapes(model: torch.nn.Module, weights: Mapping[str, Any]) -> list[str]:
+    """The keys of ``weights`` that ``model`` has with another shape."""
+    own = model.state_dict()
+    return [key for key, value in weights.items()
+            if isinstance(value, torch.Tensor) and isinstance(own.get(key), torch.Tensor)
+            and own[key].shape != value.shape]
 
 
 _DDP_PREFIX = "module."
@@ -254,8 +269,7 @@ def check_fits(runner: Runner, checkpoint: Mapping[str, Any], path: str | Path, 
     ``resume``: the whole run is to be taken from the checkpoint (weights with
     ``strict`` keys, position, optimizer, schedulers); otherwise only weights.
     """
-    problem = weights_problem(runner.model, checkpoint.get("state_dict"),
-                              strict=strict and resume)
+    problem = weights_problem(runner.model, checkpoint.get("state_dict"), strict=strict)
     if problem is None and resume:
         loop = runner.train_loop
         meta = checkpoint.get("meta", {})

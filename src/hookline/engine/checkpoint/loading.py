@@ -109,13 +109,20 @@ def _validate(path: Path, obj: Any, required_keys: Iterable[str], *, for_weights
     weights = isinstance(obj, dict) and isinstance(obj.get("state_dict"), Mapping)
     if for_weights and weights:  # any library's checkpoint: only its state_dict is used
         return _check_required(path, obj, required_keys)
+    if for_weights and _is_bare_state_dict(obj):  # torch.save(model.state_dict()), as MMEngine
+        return _check_required(path, {"state_dict": obj}, required_keys)
     if not isinstance(obj, dict):
         return _fail(path, f"not a hookline checkpoint: it holds a {type(obj).__name__}, not a dict")
     meta = obj.get("meta")
     if not isinstance(meta, dict):
         keys = ", ".join(repr(k) for k in list(obj)[:8]) + (", ..." if len(obj) > 8 else "")
+        nested = [k for k in ("model", "model_state_dict", "net", "weights")
+                  if isinstance(obj.get(k), Mapping)]
+        hint = (f"; its weights look like they are under {nested[0]!r}: load "
+                f"torch.load(path)[{nested[0]!r}] into the model yourself" if nested else "")
         return _fail(
-            path, f"not a hookline checkpoint: no 'meta' dict (foreign format? top-level keys: {keys})"
+            path, f"not a hookline checkpoint: no 'meta' dict (foreign format? top-level keys: "
+                  f"{keys}){hint}"
         )
     if "hookline_version" not in meta:
         return _fail(
@@ -124,6 +131,12 @@ def _validate(path: Path, obj: Any, required_keys: Iterable[str], *, for_weights
             + (f" {WEIGHTS_HINT})" if weights else ")"),
         )
     return _check_required(path, obj, required_keys)
+
+
+def _is_bare_state_dict(obj: Any) -> bool:
+    """A plain ``torch.save(model.state_dict())``: string keys, tensor values only."""
+    return isinstance(obj, dict) and bool(obj) and all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in obj.items())
 
 
 def _check_required(path: Path, obj: dict[str, Any], required_keys: Iterable[str]) -> dict[str, Any]:
@@ -239,8 +252,9 @@ def _load_weights_of_foreign(path: Path, map_location: Any, refusal: Exception,
         raise CheckpointError(path, f"holds objects that weights_only loading refuses "
                                     f"({loaded.summary()}) and no 'state_dict' dict of weights beside "
                                     "them: not a checkpoint hookline can load weights from") from refusal
-    logger.warning("%s: %s; kept its weights, skipped %s", path, _whose(loaded.library()),
-                   loaded.summary())
+    if loaded.skipped:  # numpy values and the like read as they are: nothing to say
+        logger.warning("%s: %s; kept its weights, skipped %s", path, _whose(loaded.library()),
+                       loaded.summary())
     return _check_required(path, checkpoint, required_keys)
 
 
@@ -300,7 +314,9 @@ def resumable_checkpoints(
     file of the folder (not its subfolders; temp files of interrupted saves
     are dot-files and never match) is examined with a cheap memory-mapped
     load, and they come newest first, ordered by ``meta["iter"]``, then
-    modification time, then name. Each is loaded (checksum verified) only when
+    whether they hold optimizer state (a weights-only export comes after a
+    full checkpoint of the same iteration), then modification time, then name.
+    Each is loaded (checksum verified) only when
     the caller asks for the next one. Each file that fails to load is
     reported with a warning on ``logger`` (default: the ``"hookline"``
     logger) naming the file and the reason, and appended to ``failures``.
@@ -339,7 +355,7 @@ def resumable_checkpoints(
             yield latest, loaded
             del loaded
 
-    candidates: list[tuple[tuple[int, int, str], Path]] = []
+    candidates: list[tuple[tuple[int, bool, int, str], Path]] = []
     for path in sorted(directory.glob("*.pth")):
         if path in tried or not path.is_file():
             continue
@@ -353,7 +369,9 @@ def resumable_checkpoints(
         except OSError as exc:  # vanished or unreadable between listing and stat
             log.warning("skipping checkpoint %s: %s", path, exc)
             continue
-        candidates.append(((_iteration_of(peeked), mtime, path.name), path))
+        # at one position a file that can resume (optimizer state) beats a weights-only export
+        candidates.append(((_iteration_of(peeked), "optimizer" in peeked, mtime, path.name),
+                           path))
         del peeked
 
     for _, path in sorted(candidates, key=lambda c: c[0], reverse=True):

@@ -25,6 +25,7 @@ an older checkpoint with a clean run.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,7 @@ from ..run_state import describe_position
 from .atomic import LATEST_FILENAME, remove_temp_files, write_checkpoint
 from .content import make_meta, serialize, to_plain
 from .errors import CheckpointError, NoResumableCheckpointError
-from .fit import check_fits, without_ddp_prefix
+from .fit import check_fits, other_shapes, without_ddp_prefix
 from .loading import load_checkpoint_file, resumable_checkpoints
 from .names import is_checkpoint_name
 from .undo import Undo
@@ -112,7 +113,7 @@ def apply(runner: Runner, checkpoint: dict[str, Any], *, resume: bool, strict: b
     checkpoint = dict(without_ddp_prefix(runner.model, checkpoint))  # raw DDP's "module."
     check_fits(runner, checkpoint, path, resume=resume, strict=strict)
     if not resume:
-        _load_weights(runner, checkpoint["state_dict"], strict=False)
+        _load_weights(runner, checkpoint["state_dict"], strict=strict)
         return
     states = checkpoint.get("hooks") or {}
     keys = hook_state_keys(runner)
@@ -148,6 +149,15 @@ def apply(runner: Runner, checkpoint: dict[str, Any], *, resume: bool, strict: b
 
 
 def _load_weights(runner: Runner, weights: dict[str, Any], *, strict: bool) -> None:
+    if not strict:  # fine-tuning with a new head: the others load, as in MMEngine
+        reshaped = other_shapes(runner.model, weights)
+        if reshaped:
+            own = runner.model.state_dict()
+            runner.logger.warning(
+                "checkpoint weights of another shape, not loaded: %s",
+                ", ".join(f"{k} {list(weights[k].shape)} (model: {list(own[k].shape)})"
+                          for k in reshaped))
+            weights = {k: v for k, v in weights.items() if k not in set(reshaped)}
     missing, unexpected = runner.model.load_state_dict(weights, strict=strict)
     if missing or unexpected:
         runner.logger.warning("checkpoint weights: missing keys %s, unexpected keys %s",
@@ -237,13 +247,32 @@ def save(runner: Runner, path: str | Path, *, save_optimizer: bool = True,
         payload = serialize(checkpoint)
         spare = [Path(p) for p in make_room]
         writer = runner.checkpoint_writer
+        # a weights-only export cannot resume the run: resume="auto" keeps to the full ones
         if background and runner.world_size == 1:
-            writer.write(path, payload, make_room=spare, logger=runner.logger)
+            writer.write(path, payload, make_room=spare, logger=runner.logger,
+                         point_latest=save_optimizer)
         else:
             writer.flush()
-            write_checkpoint(path, payload, make_room=spare, logger=runner.logger)
+            write_checkpoint(path, payload, make_room=spare, logger=runner.logger,
+                             point_latest=save_optimizer)
     distributed.barrier()
     return path
+
+
+def revised(weights: Mapping[str, Any], revise_keys: Sequence[tuple[str, str]]
+            ) -> dict[str, Any]:
+    """``weights`` with every ``(pattern, replacement)`` regex applied to each key, in order
+    (MMEngine's ``revise_keys``).
+
+        >>> revised({"module.fc.weight": 1}, [(r"^module\\.", "")])
+        {'fc.weight': 1}
+    """
+    out: dict[str, Any] = {}
+    for key, value in weights.items():
+        for pattern, replacement in revise_keys:
+            key = re.sub(pattern, replacement, key)
+        out[key] = value
+    return out
 
 
 def where(meta: dict[str, Any], *, by_epoch: bool) -> str:
@@ -254,7 +283,8 @@ def where(meta: dict[str, Any], *, by_epoch: bool) -> str:
 
 
 def load(runner: Runner, path: str | Path, *, resume: bool = True,
-         checkpoint: dict[str, Any] | None = None) -> dict[str, Any]:
+         checkpoint: dict[str, Any] | None = None, strict: bool | None = None,
+         revise_keys: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """``runner.load_checkpoint``: read (unless given), ``after_load_checkpoint`` hooks, apply.
 
     Every way this fails is a :class:`CheckpointError` naming ``path``, and the
@@ -262,7 +292,9 @@ def load(runner: Runner, path: str | Path, *, resume: bool = True,
     hooks did themselves). Weights (not ``resume``) load from any checkpoint
     with a ``state_dict``, another library's too (an MMEngine training
     checkpoint: its foreign objects are skipped, with a warning); resuming
-    needs a hookline checkpoint.
+    needs a hookline checkpoint. ``strict`` (default: ``resume``) requires the
+    model's keys and shapes exactly; ``revise_keys`` are MMEngine's ``(pattern,
+    replacement)`` regex pairs applied to the weights' keys (after the hooks).
     """
     if checkpoint is None:
         runner.checkpoint_writer.flush()
@@ -272,7 +304,10 @@ def load(runner: Runner, path: str | Path, *, resume: bool = True,
         runner.hooks.call(runner, "after_load_checkpoint", checkpoint=checkpoint)
     except HookError as exc:  # the hook's message says whether the file or the hook is at fault
         raise CheckpointError(path, f"a hook failed as it was loaded: {exc}") from exc
-    apply(runner, checkpoint, resume=resume, strict=resume, path=path)
+    if revise_keys and isinstance(checkpoint.get("state_dict"), Mapping):
+        checkpoint = {**checkpoint, "state_dict": revised(checkpoint["state_dict"], revise_keys)}
+    apply(runner, checkpoint, resume=resume, strict=resume if strict is None else strict,
+          path=path)
     if resume:
         runner.logger.info("resumed from %s, continuing %s", path,
                            where(checkpoint["meta"], by_epoch=runner.by_epoch))

@@ -48,10 +48,11 @@ class CheckpointWriter:
         self._error: BaseException | None = None
 
     def write(self, path: Path, payload: bytes, *, make_room: Sequence[Path] = (),
-              logger: logging.Logger | None = None) -> None:
+              logger: logging.Logger | None = None, point_latest: bool = True) -> None:
         """Queue an atomic write of ``payload`` to ``path`` (and the ``latest`` pointer);
-        ``make_room`` and ``logger`` as for :func:`~hookline.engine.checkpoint.write_checkpoint`."""
-        self._submit(lambda: write_checkpoint(path, payload, make_room=make_room, logger=logger))
+        the arguments as for :func:`~hookline.engine.checkpoint.write_checkpoint`."""
+        self._submit(lambda: write_checkpoint(path, payload, make_room=make_room, logger=logger,
+                                              point_latest=point_latest))
 
     def remove(self, path: Path) -> None:
         """Queue the deletion of ``path``, after every write queued before it."""

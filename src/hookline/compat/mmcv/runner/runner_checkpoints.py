@@ -79,9 +79,11 @@ class MmcvCheckpoints:
     def load_checkpoint(self, filename: str | Path, map_location: Any = "cpu",
                         strict: bool = False, revise_keys: Any = None) -> dict[str, Any]:
         """Load the weights of ``filename`` (hookline's loader, ``weights_only``); as in
-        mmcv, ``runner.meta`` stays as it is."""
+        mmcv, ``strict`` and ``revise_keys`` (default: strip ``module.``) reach the loader
+        and ``runner.meta`` stays as it is."""
+        keys = [(r"^module\.", "")] if revise_keys is None else revise_keys
         try:
-            return self.hookline_runner.load_checkpoint(filename, resume=False)
+            return self.hookline_runner.load_checkpoint(filename, map_location, strict, keys)
         finally:
             object.__setattr__(self, "_loaded_meta", None)
 
