@@ -34,6 +34,7 @@ _LAZY = {
     "Runner": "hookline.engine",
     "HOOKS": "hookline.engine",
     "MODELS": "hookline.engine",
+    "METRICS": "hookline.engine",
     "DATASETS": "hookline.engine",
     "CheckpointError": "hookline.engine",
     "TrainingInterrupted": "hookline.engine",

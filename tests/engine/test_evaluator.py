@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.utils.data import DataLoader, TensorDataset
 
-from hookline import ConfigError
-from hookline.engine.evaluator import METRICS, Evaluator, accuracy, build_metrics, mse
+from hookline import METRICS, ConfigError, Runner
+from hookline.engine.evaluator import Evaluator, accuracy, build_metrics, mse
 
 
 def outputs(preds, targets, loss=None) -> dict:
@@ -136,3 +137,24 @@ def test_lists_of_data_samples_reach_each_metric_once_per_epoch():
 def test_a_step_returning_something_else_is_a_clear_error():
     with pytest.raises(TypeError, match="a dict or a list of data samples"):
         Evaluator({}).process(3.0)
+
+
+def test_a_registered_metric_returning_a_dict_logs_each_number(tmp_path):
+    """``@METRICS.register()`` from the top-level package; a dict result gives one metric per
+    key (precision and recall from one function)."""
+    @METRICS.register(name="test_precision_recall", force=True)
+    def precision_recall(preds, targets):
+        hits = preds.argmax(1) == targets
+        return {"precision": hits.float().mean(), "recall": float(hits.float().mean())}
+
+    data = TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,)))
+    runner = Runner(torch.nn.Linear(4, 2), optimizer={"type": "SGD", "lr": 0.1},
+                    loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=1, work_dir=tmp_path,
+                    train_dataloader=DataLoader(data, batch_size=4),
+                    val_dataloader=DataLoader(data, batch_size=8),
+                    metrics={"pr": "test_precision_recall"},
+                    default_hooks={"logger": None, "progress": None, "checkpoint": None})
+    runner.train()
+    metrics = runner.val_loop.last_metrics
+    assert {"precision", "recall", "loss"} <= set(metrics) and "pr" not in metrics
+    assert metrics["precision"] == metrics["recall"]

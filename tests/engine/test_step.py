@@ -113,7 +113,25 @@ def test_a_batch_that_is_not_a_pair_is_a_type_error_naming_the_alternatives(bad)
     with pytest.raises(TypeError, match=r"batches must be \(inputs, targets\) pairs, got "
                                         f"{type(bad).__name__}") as info:
         step(bad)
-    assert "Plain training_step(batch)" in str(info.value)
+    assert "Plain has no training_step(batch)" in str(info.value)
+
+
+def test_without_test_step_or_loss_fn_the_test_runs_validation_step():
+    """MMEngine's test_step defaults to val_step's way; with a loss_fn, the loss_fn path is
+    used as before (test_test_mode_falls_back_to_loss_fn_when_the_model_has_no_test_step)."""
+    class DictModel(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(3, 2)
+
+        def validation_step(self, batch):
+            return {"loss": F.cross_entropy(self.layer(batch["x"]), batch["y"])}
+
+    x, y = batch()
+    outputs = run_step(DictModel(), None, {"x": x, "y": y}, "test")
+    assert set(outputs) == {"loss"}
+    with pytest.raises(TypeError, match=r"DictModel has no training_step\(batch\)"):
+        run_step(DictModel(), None, {"x": x, "y": y}, "train")
 
 
 # -- check_contract ------------------------------------------------------------------------------

@@ -122,8 +122,8 @@ def run_train(args: argparse.Namespace) -> int:
         runner.logger.info("a new run in %s; the last run is in %s (--resume auto continues it)",
                            run_dir, earlier)
     if cfg.get("test_dataloader") is not None and not args.test:
-        runner.logger.warning("the config's test_dataloader is not used by training: add --test "
-                              "to test the best checkpoint after training, or run hookline test")
+        runner.logger.info("the config's test_dataloader is not used by training: add --test "
+                           "to test the best checkpoint after training, or run hookline test")
     if args.profile_hooks:
         runner.hooks.start_profiling()
     start = time.perf_counter()

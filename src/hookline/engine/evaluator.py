@@ -27,12 +27,11 @@ from typing import Any
 
 import torch
 
-from hookline.core import ConfigError, Registry
+from hookline.core import ConfigError
 
 from . import distributed
 from .message_hub import plain_number
-
-METRICS = Registry("metric", scope="hookline")
+from .registries import METRICS
 
 #: (trailing shape, dtype) of the collected predictions, and of the targets
 _Layout = tuple[tuple[tuple[int, ...], torch.dtype], tuple[tuple[int, ...], torch.dtype]]
@@ -175,7 +174,10 @@ class Evaluator:
                 value = _call_metric(name, metric, preds, targets)
             else:
                 value = None
-            if value is not None:
+            if isinstance(value, Mapping):  # several numbers (precision, recall): by their names
+                results.update({str(k): float(v.item() if isinstance(v, torch.Tensor) else v)
+                                for k, v in value.items()})
+            elif value is not None:
                 results[name] = float(value.item() if isinstance(value, torch.Tensor) else value)
         return results
 

@@ -69,6 +69,10 @@ DATASETS = Registry("dataset", scope="hookline")
 OPTIMIZERS = Registry("optimizer", scope="hookline")
 PARAM_SCHEDULERS = _Root("param_scheduler", scopes={"mmengine": "hookline.compat.mmengine.optim"})
 LOSSES = Registry("loss", scope="hookline")
+#: validation and test metrics by name: ``callable(preds, targets)`` called once per pass with
+#: the whole pass's predictions and targets, returning a number or a dict of numbers
+#: (``metrics={"err": "error_rate"}`` after ``@METRICS.register()``); see evaluator.py
+METRICS = Registry("metric", scope="hookline")
 #: adapters that wrap other frameworks' callbacks (Keras, Lightning) in hooks when they are
 #: registered with a Runner; ``hookline.integrations`` registers them (see hook_adapters.py)
 HOOK_ADAPTERS = Registry("hook_adapter", locations=("hookline.integrations",), scope="hookline")

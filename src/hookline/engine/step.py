@@ -108,6 +108,9 @@ def make_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, mode: 
     """
     name = _METHODS[mode]
     method = own_method(model, name)
+    if method is None and mode == "test" and loss_fn is None:  # no loss_fn to test with: the
+        # validation step, as MMEngine's test_step defaults to val_step's way
+        name, method = "validation_step", own_method(model, "validation_step")
     if method is not None:
         where = f"{type(model).__name__}.{name}"
         arity = step_arity(method, where)
@@ -133,7 +136,7 @@ def make_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, mode: 
         return own_step
     if mode == "train":
         def train_step(batch: Any, batch_idx: int = 0) -> dict[str, Any]:  # noqa: ARG001
-            inputs, targets = split_batch(batch, model)
+            inputs, targets = split_batch(batch, model, mode)
             preds = model(inputs)
             if loss_fn is None:  # check_contract tells the user before a run gets here
                 raise TypeError(f"{type(model).__name__} has no training_step(batch) and no "
@@ -142,7 +145,7 @@ def make_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, mode: 
         return train_step
 
     def eval_step(batch: Any, batch_idx: int = 0) -> dict[str, Any]:  # noqa: ARG001
-        inputs, targets = split_batch(batch, model)
+        inputs, targets = split_batch(batch, model, mode)
         preds = model(inputs)
         outputs = {"preds": preds, "targets": targets}
         if loss_fn is not None:
@@ -360,12 +363,16 @@ def run_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, batch: 
     return make_step(model, loss_fn, mode)(batch, 0)
 
 
-def split_batch(batch: Any, model: torch.nn.Module) -> tuple[Any, Any]:
+def split_batch(batch: Any, model: torch.nn.Module, mode: str = "train") -> tuple[Any, Any]:
+    """``(inputs, targets)`` of a batch the Runner's own step computes on; a TypeError naming
+    the step method the model lacks for ``mode`` otherwise."""
     if isinstance(batch, (tuple, list)) and len(batch) == 2:
         return batch[0], batch[1]
+    method = "validation_step (or test_step)" if mode == "test" else _METHODS[mode]
     raise TypeError(
-        f"batches must be (inputs, targets) pairs, got {type(batch).__name__}; or give "
-        f"{type(model).__name__} training_step(batch) / validation_step(batch) methods"
+        f"batches must be (inputs, targets) pairs, got {type(batch).__name__}; "
+        f"{type(model).__name__} has no {method}(batch) to take them ({mode}: add one, or "
+        "collate the batches into pairs)"
     )
 
 

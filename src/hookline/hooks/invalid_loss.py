@@ -46,9 +46,10 @@ class InvalidLossError(RuntimeError):
                 "more iterations ran after it and the weights may hold NaN/Inf")
         super().__init__(
             f"the training loss is {value} at iteration {iteration} (runner.iter == "
-            f"{iteration - 1}){late}. Resume from a checkpoint saved before iteration "
-            f"{iteration}, e.g. with a lower learning rate or gradient clipping "
-            "(OptimizerHook(grad_clip={'max_norm': 1.0}))")
+            f"{iteration - 1}){late}. Check that iteration's batch for NaN/Inf values; if "
+            "the data is sound, train again (or resume from a checkpoint saved before "
+            f"iteration {iteration}) with a lower learning rate or gradient clipping "
+            "(optim_wrapper={'optimizer': {...}, 'clip_grad': {'max_norm': 1.0}})")
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable across processes
         return (type(self), (self.iteration, self.value, self.interval))

@@ -30,13 +30,13 @@ from hookline.engine.checks import positive_int
 from hookline.engine.configure_optimizers import wraps_model_optimizers
 from hookline.engine.default_hooks import DEFAULT_HOOKS, LEGACY_DEFAULT_HOOKS, check_default_hooks
 from hookline.engine.environment import check_device, check_work_dir
-from hookline.engine.evaluator import METRICS
 from hookline.engine.loops import train_loop_config
 from hookline.engine.registries import (
     DATASETS,
     HOOKS,
     LOOPS,
     LOSSES,
+    METRICS,
     MODELS,
     OPTIM_WRAPPERS,
     OPTIMIZERS,

@@ -34,7 +34,7 @@ from typing import Any
 from hookline.core import ConfigError
 from hookline.core import registry as _core
 from hookline.engine import registries as _native
-from hookline.engine.evaluator import METRICS as _NATIVE_METRICS
+from hookline.engine.registries import METRICS as _NATIVE_METRICS
 
 _SKIPPED_MODULES = ("hookline.core.registry", "hookline.compat.mmengine.registry",
                     "hookline.compat.mmcv.utils")
