@@ -7,7 +7,6 @@ data modules answered with the hookline way."""
 from __future__ import annotations
 
 import tempfile
-import warnings
 
 import pytest
 import torch
@@ -16,23 +15,14 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from hookline import ConfigError, Runner
 
+from ._lightning_twins import one_thread  # noqa: F401  (autouse: one torch thread, quiet)
+
 pl = pytest.importorskip("lightning.pytorch")
 
 GEN = torch.Generator().manual_seed(123)
 X, Y = torch.randn(40, 4, generator=GEN), torch.randint(0, 2, (40,), generator=GEN)
 VX, VY = torch.randn(24, 4, generator=GEN), torch.randint(0, 2, (24,), generator=GEN)
 QUIET = {"logger": None, "progress": None, "checkpoint": None}
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", module="lightning")
-        warnings.filterwarnings("ignore", message=".*(does not have many workers|LeafSpec).*")
-        yield
-    torch.set_num_threads(before)
 
 
 def train_loader(batch_size: int = 8) -> DataLoader:
