@@ -152,6 +152,15 @@ def test_the_runner_warns_when_a_new_run_starts_over_earlier_checkpoints(tmp_pat
                 if "already holds checkpoints" in line]
     assert len(warnings) == 1 and " - WARNING - " in warnings[0]
     assert str(tmp_path) in warnings[0] and "resume='auto'" in warnings[0]
+    assert "adds its records to the same metrics.jsonl" in warnings[0]
+    # no checkpoints, but the metrics of an earlier run: the new records would mix with them
+    quiet = tmp_path / "no_checkpoints"
+    for _ in range(2):
+        build_runner(demo_config_path(), work_dir=quiet,
+                     overrides=[*overrides, "default_hooks.checkpoint=null"]).train()
+    mixed = [line for line in (quiet / "log.txt").read_text().splitlines()
+             if "already holds the metrics.jsonl of an earlier run" in line]
+    assert len(mixed) == 1 and " - WARNING - " in mixed[0]
     capsys.readouterr()
 
 

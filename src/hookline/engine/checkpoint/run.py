@@ -340,9 +340,15 @@ def resume_or_load(runner: Runner, resume: str | Path | None,
     if training and resume is None and _holds_checkpoints(runner.work_dir):
         runner.logger.warning(
             "%s already holds checkpoints of an earlier run: this new run writes next to them "
-            "and replaces files of the same names (epoch_N.pth, best_*.pth, latest); pass "
-            "resume='auto' (hookline train --resume auto) to continue that run instead, or "
-            "choose another work_dir", runner.work_dir)
+            "and replaces files of the same names (epoch_N.pth, best_*.pth, latest), and adds "
+            "its records to the same metrics.jsonl; pass resume='auto' (hookline train "
+            "--resume auto) to continue that run instead, or choose another work_dir",
+            runner.work_dir)
+    elif training and resume is None and (Path(runner.work_dir) / "metrics.jsonl").is_file():
+        runner.logger.warning(
+            "%s already holds the metrics.jsonl of an earlier run: this new run adds its "
+            "records to it (curves drawn from it mix the runs); choose another work_dir to "
+            "keep them apart", runner.work_dir)
     if resume == "auto":
         _resume_auto(runner)
     elif resume is not None:
