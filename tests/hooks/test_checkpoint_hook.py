@@ -294,3 +294,18 @@ def test_out_dir_keeps_each_work_dirs_files_apart_as_mmengine_does(tmp_path):
         make_runner(tmp_path / name, CheckpointHook(out_dir=out), max_epochs=1).train()
     assert pth(out / "run_a") == ["epoch_1.pth"] and pth(out / "run_b") == ["epoch_1.pth"]
     assert pth(tmp_path / "run_a") == []
+
+
+def test_a_misspelled_save_best_is_warned_about_before_training(tmp_path):
+    """The name is checked against what validation will report (metrics keys, loss) when the
+    model has no validation step of its own: a typo is said at once, not after an epoch."""
+    runner = make_runner(tmp_path, CheckpointHook(save_best="acuracy", rule="greater"),
+                         max_epochs=1)
+    with pytest.raises(HookError, match="save_best='acuracy' is not among the validation"):
+        runner.train()
+    log = (tmp_path / "log.txt").read_text(encoding="utf-8")
+    warned = [line for line in log.splitlines() if "did you mean 'accuracy'" in line]
+    assert len(warned) == 1 and "CheckpointHook save_best='acuracy'" in warned[0]
+    quiet = make_runner(tmp_path / "ok", CheckpointHook(save_best="accuracy"), max_epochs=1)
+    quiet.train()
+    assert "did you mean" not in (tmp_path / "ok" / "log.txt").read_text(encoding="utf-8")

@@ -155,3 +155,13 @@ def test_resume_in_the_middle_of_a_run_keeps_the_count_and_the_best_score(tmp_pa
     assert (resumed.epoch, resumed.iter) == (whole.epoch, whole.iter)
     assert resumed_hook.state_dict() == whole_hook.state_dict()
     assert_equal_states(snapshot(resumed.model), snapshot(whole.model))
+
+
+def test_a_misspelled_monitor_is_warned_about_before_training(tmp_path):
+    hook = EarlyStoppingHook("acuracy", rule="greater", patience=2)
+    runner = make_runner(tmp_path, hooks=[hook], max_epochs=1)
+    with pytest.raises(HookError):  # the validation then names the metrics it gave
+        runner.train()
+    log = (tmp_path / "log.txt").read_text(encoding="utf-8")
+    assert "EarlyStoppingHook monitor='acuracy' is not a metric this run's validation " \
+           "reports (accuracy, loss); did you mean 'accuracy'?" in log

@@ -12,8 +12,10 @@ Example::
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from hookline.core import ConfigError
+from hookline.core.errors import closest_names
 
 GREATER_KEYS = ("acc", "top", "ar@", "auc", "precision", "recall", "f1", "map", "mdice",
                 "miou", "macc", "aacc", "psnr", "ssim")
@@ -46,3 +48,31 @@ def is_better(value: float, best: float | None, rule: str, min_delta: float = 0.
     if best is None:
         return True
     return value > best + min_delta if rule == "greater" else value < best - min_delta
+
+
+def warn_if_misspelled(runner: Any, name: str, owner: str) -> None:
+    """Before training: one warning when ``name`` (a ``save_best`` / ``monitor``) is not a
+    metric the run's validation is known to report but is close to one (a typo would
+    otherwise stop the run after its first validation). Names are known when the model has
+    no validation step of its own: the ``metrics`` keys and ``loss``; a name close to none
+    of them may come from a metric returning a dict, and is left to the validation.
+
+        >>> import logging
+        >>> from types import SimpleNamespace
+        >>> runner = SimpleNamespace(metrics={"accuracy": None}, model=object(),
+        ...                          logger=logging.getLogger("doc"))
+        >>> warn_if_misspelled(runner, "accuracy", "CheckpointHook save_best")  # known: quiet
+    """
+    model = getattr(runner, "model", None)
+    if any(callable(getattr(model, step, None)) for step in ("validation_step", "val_step")):
+        return
+    known = [*(getattr(runner, "metrics", None) or {}), "loss"]
+    bare = name[4:] if name.startswith(("val/", "val_")) else name
+    if bare in known:
+        return
+    close = closest_names(bare, known, n=1)
+    if close:
+        runner.logger.warning(
+            "%s=%r is not a metric this run's validation reports (%s); did you mean %r? "
+            "(the run stops with an error after its first validation otherwise)",
+            owner, name, ", ".join(known), close[0])

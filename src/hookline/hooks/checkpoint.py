@@ -36,7 +36,7 @@ from hookline.engine.environment import check_writable_folder
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
-from ._rules import infer_rule
+from ._rules import infer_rule, warn_if_misspelled
 from .best_checkpoint import BestCheckpoint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -248,6 +248,8 @@ class CheckpointHook(Hook):
         self._last_saved_iter = runner.iter  # nothing new to save before an iteration runs
         if self.best is not None:
             self.best.resolve(metric_names(runner))
+            if self.save_best != "auto" and self.best.key is not None:
+                warn_if_misspelled(runner, self.best.key, "CheckpointHook save_best")
         self._tidy(runner)
 
     def after_train_epoch(self, runner: Runner) -> None:

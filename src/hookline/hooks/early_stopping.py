@@ -18,7 +18,7 @@ from hookline.engine.checks import boolean, finite_float, positive_int
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
-from ._rules import infer_rule, is_better
+from ._rules import infer_rule, is_better, warn_if_misspelled
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -87,6 +87,7 @@ class EarlyStoppingHook(Hook):
         if runner.val_dataloader is None:
             raise ConfigError(f"EarlyStoppingHook(monitor={self.monitor!r}) needs a val_dataloader: "
                               "it decides after each validation")
+        warn_if_misspelled(runner, self.monitor, "EarlyStoppingHook monitor")
         self._training = True
 
     def after_train(self, runner: Runner) -> None:
