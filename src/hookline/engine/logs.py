@@ -97,6 +97,18 @@ class ConsoleHandler(logging.StreamHandler[IO[str]]):
             self.handleError(record)
 
 
+class RunLogFile(logging.FileHandler):
+    """``log.txt``, created (with its folder) by the first line logged: a Runner that is
+    built but never runs anything writes nothing."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, encoding="utf-8", delay=True)
+
+    def _open(self) -> Any:
+        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+        return super()._open()
+
+
 class LineFormatter(logging.Formatter):
     """The Runner's formatter (``FORMAT``): the file and console handlers share one, so a
     record is formatted once for both, and the time stamp is made once per second.
@@ -155,8 +167,7 @@ def make_logger(work_dir: Path | None, *, main_process: bool, console: bool = Tr
     logger.addFilter(_WriterFirst(LogWriter(f"hookline-log-writer-{logger.name}")))
     formatter = LineFormatter()
     if work_dir is not None:
-        work_dir.mkdir(parents=True, exist_ok=True)
-        file_handler = logging.FileHandler(work_dir / "log.txt", encoding="utf-8")
+        file_handler = RunLogFile(work_dir / "log.txt")
         file_handler.setFormatter(formatter)
         logger.addHandler(file_handler)
     if console:
