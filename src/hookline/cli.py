@@ -57,6 +57,8 @@ EPILOG = """examples:
   hookline train my.yaml --resume auto            continue the last run from its newest checkpoint
   hookline test                                   test the demo's best checkpoint (of the last run)
   hookline test my.yaml --checkpoint latest       test a config's newest checkpoint (or a PATH)
+  hookline val my.yaml                            the same on the config's val_dataloader
+  hookline inspect my_project:Net --input-size 1,3,32,32   a model's summary (--grad: gradients)
   hookline hooks my.yaml                          which hook runs at which stage, in order
   hookline hooks                                  every registered hook
   hookline docs cli                               the config format and every command's options
