@@ -105,6 +105,16 @@ def test_val_metrics_at_the_training_iteration(run) -> None:
     assert [v for _, v in scalars(events, "val/loss")] == pytest.approx([r["loss"] for r in val])
 
 
+def test_val_metrics_by_epoch_as_mmengine_when_asked(tmp_path: Path) -> None:
+    """MMEngine's LoggerHook(log_metric_by_epoch=True) steps val scalars by epoch."""
+    hook = TensorboardLoggerHook(interval=3, log_metric_by_epoch=True)
+    make_runner(tmp_path, max_epochs=2, hooks=[hook],
+                default_hooks={"logger": None, "checkpoint": None}).train()
+    events = load_events(tmp_path / "tf_logs")
+    assert [step for step, _ in scalars(events, "val/accuracy")] == [1, 2]
+    assert [step for step, _ in scalars(events, "train/loss")][-1] == 16  # still by iteration
+
+
 def test_parameter_and_gradient_histograms(run) -> None:
     work_dir, sums, _ = run
     events = load_events(work_dir / "tf_logs")

@@ -65,6 +65,10 @@ class TensorboardLoggerHook(Hook):
             number of batches of the training data, i.e. about once per epoch;
             for a train loader without a length, the length of a pass once
             one has ended: none before).
+        log_metric_by_epoch: write validation metrics at step ``epoch`` (the
+            epochs done) in an epoch-based run, as MMEngine's default does;
+            by default at the training iteration they followed, so train and
+            val curves share one x axis.
 
     Example::
 
@@ -77,7 +81,8 @@ class TensorboardLoggerHook(Hook):
 
     def __init__(self, interval: int = 10, log_dir: str | Path | None = None,
                  by_epoch: bool = True, histograms: bool = False,
-                 histogram_interval: int | None = None) -> None:
+                 histogram_interval: int | None = None, log_metric_by_epoch: bool = False
+                 ) -> None:
         self.interval: int = positive_int(interval, "interval", owner="TensorboardLoggerHook")
         positive_int(histogram_interval, "histogram_interval", owner="TensorboardLoggerHook",
                      allow_none=True)
@@ -88,6 +93,8 @@ class TensorboardLoggerHook(Hook):
         self.by_epoch = boolean(by_epoch, "by_epoch", owner="TensorboardLoggerHook")
         self.histograms = boolean(histograms, "histograms", owner="TensorboardLoggerHook")
         self.histogram_interval = histogram_interval
+        self.log_metric_by_epoch = boolean(log_metric_by_epoch, "log_metric_by_epoch",
+                                           owner="TensorboardLoggerHook")
         self.writer: Any = None
         self._grads: dict[str, torch.Tensor] = {}
         self._scale = 1.0
@@ -194,9 +201,10 @@ class TensorboardLoggerHook(Hook):
         writer = self._writer(runner)
         if writer is None:
             return
+        step = runner.epoch if self.log_metric_by_epoch and runner.by_epoch else runner.iter
         for name, value in metrics.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                writer.add_scalar(f"{mode}/{name}", float(value), runner.iter)
+                writer.add_scalar(f"{mode}/{name}", float(value), step)
         flush_logger(runner.logger)  # training scalars still queued are written before the flush
         writer.flush()
 
