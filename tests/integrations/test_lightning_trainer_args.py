@@ -307,3 +307,30 @@ def test_lightning_trainer_arguments_and_data_modules_name_the_hookline_way(tmp_
     with pytest.raises(ConfigError, match=message):
         Runner(Stepped(), max_epochs=1, work_dir=tmp_path, default_hooks=QUIET, **arguments)
     assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+class StepCounter(pl.LightningModule):
+    """Records trainer.global_step at every on_train_batch_end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.layer = torch.nn.Linear(4, 2)
+        self.seen: list[int] = []
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return F.cross_entropy(self.layer(x), y)
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        self.seen.append(self.trainer.global_step)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def test_global_step_counts_optimizer_steps_under_accumulation_as_lightning(tmp_path):
+    theirs, ours = StepCounter(), StepCounter()
+    lightning_fit(theirs, accumulate_grad_batches=2)  # 5 batches an epoch: 3 steps each
+    hookline_fit(ours, tmp_path, optim_wrapper={"accumulative_counts": 2})
+    assert ours.seen == theirs.seen == [0, 1, 1, 2, 3, 3, 4, 4, 5, 6]

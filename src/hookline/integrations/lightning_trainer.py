@@ -151,8 +151,18 @@ class LightningTrainer(TrainerAttributes, Hook):
     def global_step(self) -> int:
         """Lightning's: optimizer steps done. ``runner.iter`` counts an iteration once its
         ``after_train_iter`` hooks are over; here it counts as soon as its step is (so
-        ``on_train_batch_end`` sees it counted, as in Lightning)."""
-        return int(self.runner.state.resume_point[2])
+        ``on_train_batch_end`` sees it counted, as in Lightning). Under gradient
+        accumulation it counts the groups that stepped: per epoch ``ceil(batches / N)``
+        (the groups end with each epoch), or ``iterations // N`` in an iteration-based run."""
+        done = int(self.runner.state.resume_point[2])
+        counts = int(getattr(self.runner.optim_wrapper, "accumulative_counts", 1) or 1)
+        if counts == 1:
+            return done
+        length = self.runner.train_loop.epoch_length if self.runner.train_loop else None
+        if not self.runner.by_epoch or not length:
+            return done // counts
+        epochs, inner = divmod(done, length)
+        return epochs * -(-length // counts) + inner // counts
 
     @property
     def max_epochs(self) -> int:
