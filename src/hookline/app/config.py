@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 import re
 import traceback
 from collections.abc import Mapping, Sequence
@@ -41,6 +40,7 @@ import yaml
 
 from hookline.core import ConfigError
 from hookline.core.registry import using_scope
+from hookline.engine.config_file import load_config, parse_value
 from hookline.engine.default_hooks import DEFAULT_HOOKS
 from hookline.engine.runner import Runner
 
@@ -56,109 +56,6 @@ __all__ = ["CONFIG_ONLY_KEYS", "apply_overrides", "build_runner", "load_config",
 CONFIG_ONLY_KEYS = CONFIG_KEYS
 #: file name of the resolved config in the work dir
 SAVED_NAME = "config.yaml"
-
-
-# -- reading ---------------------------------------------------------------------------------------
-class _Loader(yaml.SafeLoader):
-    """Safe YAML with YAML 1.2 floats (``1e-3`` is a float, not a string), dates kept
-    as strings (configs stay plain data) and duplicate keys refused."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
-
-
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-def _mapping_without_duplicates(loader: _Loader, node: yaml.MappingNode) -> dict:
-    """A mapping whose own keys are all different; keys that a merge (``<<: *anchor``)
-    brings in may be given again, and the mapping's own value wins (YAML's merge rule)."""
-    seen: set = set()
-    for key_node, _ in node.value:
-        if key_node.tag == _MERGE_TAG:
-            continue
-        key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, (str, int, float, bool)) and key is not None:
-            raise ConfigError(f"line {key_node.start_mark.line + 1}: a key must be a name or a "
-                              f"number, got the {type(key).__name__} {key!r}")
-        if key in seen:
-            raise ConfigError(f"line {key_node.start_mark.line + 1}: key {key!r} appears twice")
-        seen.add(key)
-    loader.flatten_mapping(node)  # merged keys first, so the mapping's own keys win
-    return loader.construct_mapping(node, deep=True)
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
-
-
-def parse_value(text: str) -> Any:
-    """A command-line value read as a YAML scalar or flow collection.
-
-    Example::
-
-        >>> [parse_value(v) for v in ("0.05", "1e-3", "10", "true", "null", "[1, 2]", "SGD")]
-        [0.05, 0.001, 10, True, None, [1, 2], 'SGD']
-    """
-    try:
-        return yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError:
-        return text  # not YAML (e.g. "a: b: c"): the literal string
-
-
-def load_config(path: str | Path) -> dict:
-    """Read a ``.yaml`` / ``.yml`` / ``.json`` config file into a dict.
-
-    Example::
-
-        >>> from hookline.demo.registry import demo_config_path
-        >>> load_config(demo_config_path())["model"]
-        {'type': 'DigitsCNN'}
-    """
-    path = Path(path)
-    if path.suffix.lower() == ".py":
-        raise ConfigError(f"config file {str(path)!r} is a Python config, which hookline does not "
-                          "run: write the same keys as a .yaml or .json file (model: {type: ...}, "
-                          "train_dataloader: {...}, ...; see hookline docs cli)")
-    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
-        raise ConfigError(f"config file {str(path)!r} must end in .yaml, .yml or .json")
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a UTF-8 byte-order mark is fine
-    except FileNotFoundError:
-        raise ConfigError(f"config file {str(path)!r} not found") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (byte "
-                          f"0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as "
-                          "UTF-8") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from None
-    try:
-        cfg = json.loads(text, object_pairs_hook=_json_object) if path.suffix.lower() == ".json" \
-            else yaml.load(text, Loader=_Loader)
-    except (json.JSONDecodeError, yaml.YAMLError, ConfigError) as exc:
-        raise ConfigError(f"cannot parse {str(path)!r}: {_one_line(exc)}") from None
-    if not isinstance(cfg, dict):
-        raise ConfigError(f"{str(path)!r} must hold a mapping of Runner arguments, "
-                          f"got {type(cfg).__name__}")
-    return cfg
-
-
-def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object; a key given twice is a ConfigError, as in YAML (``json`` keeps the last)."""
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ConfigError(f"key {key!r} appears twice")
-        seen[key] = value
-    return seen
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
 
 
 # -- overrides ---------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import yaml
 
 from hookline.core import ConfigError
 from hookline.engine.config_dict import ConfigDict
+from hookline.engine.config_file import load_config
 
 #: keyword arguments of MMEngine's ``Config.fromfile``; they concern Python configs only
 _FROMFILE_OPTIONS = ("use_predefined_variables", "import_custom_modules",
@@ -52,8 +53,6 @@ class Config(ConfigDict):
             raise ConfigError(f"Config.fromfile reads YAML or JSON configs, not {path.name!r} "
                               "(MMEngine's Python configs are not supported: write the same "
                               "keys as a .yaml or .json file)")
-        from hookline.app.config import load_config  # noqa: PLC0415  (the app imports compat)
-
         data = load_config(path)
         if "_base_" in data:
             raise ConfigError(f"{path}: _base_ (MMEngine's config inheritance) is not supported: "
