@@ -99,7 +99,8 @@ def _registered(name: str) -> Any:
         return MODELS.get(name)
     except ConfigError as err:
         raise ConfigError(f"MODEL {name!r} is neither 'package.module:ClassOrFactory' nor a registered "
-                          f"model: {err}") from None
+                          f"model: {err} (a model your own module registers: name that module, "
+                          f"e.g. my_project:{name})") from None
 
 
 def _imported(spec: str) -> Any:
