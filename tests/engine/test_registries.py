@@ -100,31 +100,26 @@ def _fresh_python(code: str) -> str:
     return done.stdout
 
 
-def test_mmengine_scoped_names_resolve_without_importing_compat_first():
+def test_an_unloaded_scope_is_named_and_a_config_file_loads_compats_scopes():
+    """The engine never imports hookline.compat (a layer above it): from Python a name of a
+    scope not loaded yet is one ConfigError saying so; a config file run by the app (the
+    assembly layer) gets compat's scopes imported for the names it uses."""
     out = _fresh_python(
         "import sys, torch\n"
-        "from hookline import Runner\n"
-        "from hookline.engine.registries import HOOKS, MODELS, PARAM_SCHEDULERS\n"
-        "assert 'hookline.compat.mmengine' not in sys.modules\n"
+        "from hookline.core import ConfigError\n"
+        "from hookline.engine.registries import HOOKS, PARAM_SCHEDULERS\n"
         "HOOKS.get('CheckpointHook')\n"
-        "assert 'hookline.compat.mmengine' not in sys.modules  # plain names never import it\n"
+        "try:\n"
+        "    PARAM_SCHEDULERS.get('mmengine.LinearLR')\n"
+        "except ConfigError as err:\n"
+        "    print('refused:', 'no param_scheduler registry of scope' in str(err))\n"
+        "assert 'hookline.compat.mmengine' not in sys.modules\n"
+        "from hookline.app import resolve_config\n"
+        "resolve_config({'model': {'type': 'DigitsCNN'}, 'optimizer': {'type': 'SGD', 'lr': 0.1},\n"
+        "    'param_scheduler': [{'type': 'mmengine.LinearLR', 'start_factor': 0.5, 'end': 2,\n"
+        "                         'by_epoch': False}], 'hooks': [{'type': 'mmcv.EMAHook'}]})\n"
         "print(PARAM_SCHEDULERS.get('mmengine.LinearLR').__module__)\n"
-        "print(HOOKS.get('mmengine.CheckpointHook').__module__)\n"
-        "print(HOOKS.get('mmcv.CheckpointHook').__module__)\n"
-        "print(MODELS.get('mmengine.BaseDataPreprocessor').__module__)\n"
-        "data = torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,)))\n"
-        "runner = Runner(torch.nn.Linear(4, 2), optimizer={'type': 'SGD', 'lr': 0.1},\n"
-        "    loss_fn=torch.nn.CrossEntropyLoss(), max_iters=2, device='cpu',\n"
-        "    train_dataloader=torch.utils.data.DataLoader(data, batch_size=4),\n"
-        "    param_scheduler=[{'type': 'mmengine.LinearLR', 'start_factor': 0.5, 'end': 2,\n"
-        "                      'by_epoch': False}],\n"
-        "    work_dir=__import__('tempfile').mkdtemp(),\n"
-        "    default_hooks={'logger': None, 'progress': None, 'checkpoint': None})\n"
-        "runner.train()\n"
-        "print(type(runner.param_schedulers[0][0]).__module__)\n")
-    lines = out.split()
-    assert lines[:4] == ["hookline.compat.mmengine.optim.scheduler",
-                         "hookline.compat.mmengine.hooks.adapters",
-                         "hookline.compat.mmcv.runner.hooks.adapters",
-                         "hookline.compat.mmengine.model.base_model"]
-    assert lines[-1].startswith("hookline.compat.mmengine")  # the Runner built it
+        "print(HOOKS.get('mmcv.CheckpointHook').__module__)\n")
+    lines = out.split("\n")
+    assert lines[:3] == ["refused: True", "hookline.compat.mmengine.optim.scheduler",
+                         "hookline.compat.mmcv.runner.hooks.adapters"]

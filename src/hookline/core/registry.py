@@ -309,6 +309,10 @@ class Registry:
             node = node.parent
         visible += [f"{r.scope}.{key}" for r in self.descendants() for key in r.module_dict]
         error = ConfigError.unknown(f"{self.name} type", name, sorted(set(visible)))
+        scope = name.split(".", 1)[0] if isinstance(name, str) and "." in name else None
+        if scope is not None and self.find_scope(scope) is None:
+            error = ConfigError(f"{error} (no {self.name} registry of scope {scope!r} is loaded: "
+                                "import the package that makes it first)")
         if self._import_errors:
             failed = "; ".join(f"{m}: {e}" for m, e in self._import_errors.items())
             error = ConfigError(f"{error} (could not import {failed})")

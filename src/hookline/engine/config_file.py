@@ -82,9 +82,11 @@ def load_config(path: str | Path) -> dict[str, Any]:
 
     Example::
 
-        >>> from hookline.demo.registry import demo_config_path
-        >>> load_config(demo_config_path())["model"]
-        {'type': 'DigitsCNN'}
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "run.yaml"
+        >>> _ = path.write_text("model: {type: Net}\\nlr: 1e-3\\n", encoding="utf-8")
+        >>> load_config(path)
+        {'model': {'type': 'Net'}, 'lr': 0.001}
     """
     path = Path(path)
     if path.suffix.lower() == ".py":

@@ -99,9 +99,10 @@ def duplicated_default(hook: Hook, defaults: Mapping[str, Hook]) -> str | None:
     next to the defaults runs both: two checkpoints per epoch, every log line
     twice. The Runner warns when such a hook is added::
 
-        >>> from hookline.hooks import CheckpointHook, LoggerHook
-        >>> duplicated_default(CheckpointHook(interval=2), {"logger": LoggerHook(),
-        ...                                                "checkpoint": CheckpointHook()})
+        >>> class Saver(Hook): ...
+        >>> class PortedSaver(Saver): ...   # a ported CheckpointHook, say
+        >>> class Lines(Hook): ...
+        >>> duplicated_default(PortedSaver(), {"logger": Lines(), "checkpoint": Saver()})
         'checkpoint'
     """
     for key, default in defaults.items():

@@ -21,53 +21,23 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import inspect
-from collections.abc import Mapping
 
 import torch
 
 from hookline.core import Registry
 
-
-class _Root(Registry):
-    """A root registry of scope ``hookline`` that knows where the registries of other scopes
-    below it are made: ``scopes`` maps a scope (``"mmengine"``) to the module that creates
-    its registry and fills it (``hookline.compat.mmengine.optim``). That module is imported
-    the first time a name of that scope is looked up (``"mmengine.LinearLR"``), so a config
-    may name it without importing ``hookline.compat`` first; unscoped names never import it.
-    """
-
-    def __init__(self, name: str, *, locations: tuple[str, ...] = (),
-                 scopes: Mapping[str, str] | None = None) -> None:
-        super().__init__(name, locations=locations, scope="hookline")
-        self._scope_modules = dict(scopes or {})
-
-    def find_scope(self, scope: str) -> Registry | None:
-        """The registry of ``scope``, after importing the module that makes it (once)."""
-        module = self._scope_modules.pop(scope, None)
-        if module is not None:
-            try:
-                importlib.import_module(module)
-            except ImportError as exc:  # the unknown-name error names the location
-                self._import_errors[module] = str(exc)
-        return super().find_scope(scope)
-
-
 # scope "hookline": the roots of their trees (``hookline.compat`` hangs MMEngine's and
 # mmcv's registries below them, so "hookline.EMAHook" always names the built-in)
 # hookline.integrations adds the Keras and Lightning callbacks by import path
 # ("keras.callbacks.EarlyStopping"), run through their adapters
-# "mmengine.X" / "mmcv.X" import hookline.compat's module of that scope on first use
-HOOKS = _Root("hook", locations=("hookline.hooks", "hookline.integrations"),
-              scopes={"mmengine": "hookline.compat.mmengine.hooks",
-                      "mmcv": "hookline.compat.mmcv.runner.hooks"})
+HOOKS = Registry("hook", locations=("hookline.hooks", "hookline.integrations"), scope="hookline")
 LOOPS = Registry("loop", scope="hookline")
 OPTIM_WRAPPERS = Registry("optim_wrapper", scope="hookline")
-MODELS = _Root("model", scopes={"mmengine": "hookline.compat.mmengine.model"})
+MODELS = Registry("model", scope="hookline")
 DATASETS = Registry("dataset", scope="hookline")
 OPTIMIZERS = Registry("optimizer", scope="hookline")
-PARAM_SCHEDULERS = _Root("param_scheduler", scopes={"mmengine": "hookline.compat.mmengine.optim"})
+PARAM_SCHEDULERS = Registry("param_scheduler", scope="hookline")
 LOSSES = Registry("loss", scope="hookline")
 #: validation and test metrics by name: ``callable(preds, targets)`` called once per pass with
 #: the whole pass's predictions and targets, returning a number or a dict of numbers

@@ -39,7 +39,7 @@ import torch
 
 from hookline.core import ConfigError
 from hookline.engine.data import move_to
-from hookline.engine.step import DDP_LOSS_FORWARD
+from hookline.engine.step_sync import DDP_LOSS_FORWARD
 
 from ..registry import MODELS
 
