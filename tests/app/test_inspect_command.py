@@ -157,3 +157,11 @@ def test_the_demo_inputs_are_the_first_validation_images_and_labels():
     assert torch.equal(inputs[0], images[:16]) and torch.equal(labels, expected[:16]) and "real demo" in line
     inputs, labels, line = command._inputs(model, parser.parse_args(["--dtypes", "float"]))  # noqa: SLF001
     assert labels is None and list(inputs[0].shape) == [1, 1, 8, 8] and "synthetic" in line
+
+
+def test_grad_on_an_output_without_grad_fn_is_one_config_error(capsys):
+    with pytest.raises(ConfigError, match=r"--grad: the output of ArgMaxNet does not require grad.*"
+                                          r"needs a float output"):
+        _run(["tests.inspect.models:ArgMaxNet", "--input-size", "2,4", "--grad"], capsys)
+    assert main(["inspect", "tests.inspect.models:ArgMaxNet", "--input-size", "2,4", "--grad"]) == 2
+    assert "Traceback" not in capsys.readouterr().err

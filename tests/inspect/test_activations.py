@@ -178,3 +178,25 @@ def test_packed_sequences_record_their_data_and_outputs_without_tensors_warn_onc
         model(torch.ones(2))
     assert len([w for w in caught if "ActivationStats: 0 (Counter) returned a dict" in str(w.message)]) == 1
     assert stats.report() == {}
+
+
+def test_nested_tensor_outputs_of_the_transformer_fast_path_are_counted():
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=True).eval()
+    x = torch.randn(3, 6, 16)
+    mask = torch.zeros(3, 6, dtype=torch.bool)
+    mask[0, 4:] = True
+    mask[1, 2:] = True
+    with torch.no_grad():
+        expected = encoder(x, src_key_padding_mask=mask)
+        with ActivationStats(encoder, types=[nn.TransformerEncoderLayer]) as stats:
+            got = encoder(x, src_key_padding_mask=mask)
+    assert torch.allclose(got, expected)  # the user's forward is unchanged
+    report = stats.report()
+    assert sorted(report) == ["layers.0", "layers.1"]
+    assert all(r["calls"] == 1 for r in report.values())
+    # the last layer's output is nested: its elements are the unpadded positions only
+    real = expected[~mask]
+    assert report["layers.1"]["max"] == pytest.approx(float(real.max()), abs=1e-5)
+    assert report["layers.1"]["mean"] == pytest.approx(float(real.mean()), abs=1e-5)

@@ -143,3 +143,32 @@ def test_an_lstm_fed_a_packed_sequence_keeps_its_packed_output():
     assert isinstance(output, PackedSequence) and output.data.shape == (10, 6)
     assert torch.equal(output.batch_sizes, packed.batch_sizes) and h.shape == (1, 3, 6)
     assert output.data.grad_fn is None
+
+
+class _Heads(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.heads = nn.ModuleDict({"p": nn.Linear(4, 2)})
+        self.attn = nn.MultiheadAttention(4, 1, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.heads["p"](self.attn(x, x, x)[0])
+
+
+def test_a_module_without_forward_is_refused_and_a_layer_that_never_ran_says_so():
+    model = _Heads()
+    before = hook_state(model)
+    with pytest.raises(ConfigError, match=r"layer 'heads' is a ModuleDict, which has no forward.*heads\.p"):
+        FeatureExtractor(model, ["heads", "heads.p"])
+    assert hook_state(model) == before  # refused before any hook went on
+    with FeatureExtractor(model, ["attn.out_proj", "heads.p"]) as fx:
+        model(torch.randn(2, 3, 4))
+    assert sorted(fx.features) == ["heads.p"]
+    with pytest.raises(KeyError, match="did not run"):
+        fx.features["attn.out_proj"]
+
+
+@pytest.mark.parametrize("layers", [[""], {"": "out"}, [0], {0: "out"}])
+def test_layer_names_are_checked_alike_in_a_list_and_a_dict(layers):
+    with pytest.raises(ConfigError, match="layer names must be non-empty strings"):
+        FeatureExtractor(_Heads(), layers)

@@ -125,3 +125,35 @@ def test_one_module_class_and_warmup_0_times_every_call():
         net(torch.zeros(1, 4))
     calls = {layer.name: layer.calls for layer in prof.report()}
     assert calls == {"0": 2, "2": 1}
+
+
+class _Attention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(16, 2, batch_first=True)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.attn(x, x, x, need_weights=False)[0])
+
+
+def test_a_module_whose_children_never_run_is_timed_as_a_leaf():
+    model = _Attention().eval()
+    with LayerProfiler(model) as prof:
+        for _ in range(2):
+            model(torch.randn(2, 5, 16))
+    times = {t.name: t for t in prof.report()}
+    assert sorted(times) == ["attn", "head"]  # MHA's out_proj never runs: MHA is the leaf
+    assert times["attn"].type_name == "MultiheadAttention" and times["attn"].calls == 2
+    assert prof.layers_ms <= prof.forward_ms
+
+
+def test_a_forward_that_raises_leaves_a_consistent_table():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(5, 5))
+    with LayerProfiler(model) as prof:
+        for _ in range(3):
+            with pytest.raises(RuntimeError):
+                model(torch.randn(2, 4))
+    assert [(t.name, t.calls) for t in prof.report()] == [("0", 3)]
+    assert prof.forward_calls == 3 and 0 < prof.layers_ms <= prof.forward_ms
+    assert not any(prof._starts.values())  # noqa: SLF001 - no start left behind by the failed calls

@@ -106,6 +106,15 @@ def _pseudo_loss(output: Any, labels: torch.Tensor | None) -> torch.Tensor:
     return output.float().pow(2).mean()
 
 
+def _check_grad(model: nn.Module, loss: torch.Tensor) -> None:
+    """A ConfigError when no gradient can flow back from ``loss`` (the model's output)."""
+    if not loss.requires_grad:
+        raise ConfigError(f"--grad: the output of {type(model).__name__} does not require grad (no grad_fn: "
+                          "an argmax, a detached or integer output, or torch.no_grad() inside forward), "
+                          "so no gradient can flow back; --grad needs a float output computed from "
+                          "parameters that require grad")
+
+
 def _grad_report(model: nn.Module, inputs: list[torch.Tensor], labels: torch.Tensor | None,
                  plot_dir: Path | None) -> None:
     # matplotlib loads only when something is plotted
@@ -122,12 +131,17 @@ def _grad_report(model: nn.Module, inputs: list[torch.Tensor], labels: torch.Ten
     except ConfigError:  # no activation module
         activations = None
     model.train(inputs[0].dim() == 0 or inputs[0].shape[0] > 1)  # batch norm cannot train on a batch of one
-    with GradientMonitor(model) as grads:
-        fx = FeatureExtractor(model, convs[:1]) if convs else None
-        _pseudo_loss(model(*inputs), labels).backward()
-    for tool in (fx, activations):
-        if tool is not None:
-            tool.remove()
+    fx: FeatureExtractor | None = None
+    try:
+        with GradientMonitor(model) as grads:
+            fx = FeatureExtractor(model, convs[:1]) if convs else None
+            loss = _pseudo_loss(model(*inputs), labels)
+            _check_grad(model, loss)
+            loss.backward()
+    finally:
+        for tool in (fx, activations):
+            if tool is not None:
+                tool.remove()
     print()
     print(grads.table())
     for step, name, kind in grads.alerts:

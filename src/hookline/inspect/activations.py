@@ -65,6 +65,13 @@ def output_bounds(module: nn.Module) -> tuple[float, float] | None:
     return None
 
 
+def _flatten_nested(y: torch.Tensor) -> torch.Tensor:
+    """The elements of a nested tensor (torch's Transformer fast path passes them between layers)
+    in one 1-d tensor: a nested tensor cannot be reshaped across its ragged dimension."""
+    parts = [t.reshape(-1) for t in y.unbind()]
+    return torch.cat(parts) if parts else y.new_zeros(0)
+
+
 class ActivationStats(HookTool):
     """Statistics of the outputs of activation modules, per layer, over all calls.
 
@@ -162,7 +169,7 @@ class ActivationStats(HookTool):
 
     def _add(self, name: str, y: torch.Tensor) -> None:
         acc = torch.float32 if y.device.type == "mps" else torch.float64
-        flat = y.reshape(-1)
+        flat = _flatten_nested(y) if y.is_nested else y.reshape(-1)
         counted = [flat.sum(dtype=acc), torch.linalg.vector_norm(flat, dtype=acc).square(),
                    (flat == 0).sum().to(acc)]
         bounds = self._bounds[name]

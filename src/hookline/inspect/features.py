@@ -78,6 +78,37 @@ def tensors_in(value: Any) -> list[torch.Tensor]:
     return found
 
 
+def _check_names(keys: Mapping[Any, Any]) -> None:
+    """Layer names and keys must be non-empty strings (the model's own output is what it returns)."""
+    bad = [name for name in keys if not isinstance(name, str) or not name]
+    if bad:
+        raise ConfigError(f"FeatureExtractor layer names must be non-empty strings, names from "
+                          f"model.named_modules() such as 'layer1.0.conv1' (the model's own output is "
+                          f"what it returns), got {bad[0]!r}")
+    bad = [key for key in keys.values() if not isinstance(key, str) or not key]
+    if bad:
+        raise ConfigError(f"FeatureExtractor keys must be non-empty strings (the dict's values: the names "
+                          f"features are stored under), got {bad[0]!r}")
+
+
+def _check_callable(name: str, module: nn.Module) -> None:
+    """A module whose class has no forward of its own (ModuleList, ModuleDict) is never called."""
+    if not isinstance(module, torch.jit.ScriptModule) and type(module).forward is nn.Module.forward:
+        children = [n for n, _ in module.named_children()][:5]
+        raise ConfigError(f"FeatureExtractor layer {name!r} is a {type(module).__name__}, which has no "
+                          f"forward() and is never called, so it has no output; name one of its layers "
+                          f"instead ({', '.join(f'{name}.{c}' for c in children) or 'it has none'})")
+
+
+class _Features(dict):  # type: ignore[type-arg]
+    """``FeatureExtractor.features``: a dict whose missing key says that the layer did not run."""
+
+    def __missing__(self, key: Any) -> Any:
+        raise KeyError(f"{key!r}: no output recorded in the last forward (the layer did not run: its "
+                       "module was not called, e.g. MultiheadAttention's out_proj, whose weights it uses "
+                       "directly; or no forward ran yet)")
+
+
 class FeatureExtractor(HookTool):
     """Stores the outputs of ``layers`` each time ``model`` runs forward.
 
@@ -100,7 +131,10 @@ class FeatureExtractor(HookTool):
     structure.
 
     An unknown layer name is a :class:`~hookline.core.ConfigError` naming the
-    closest module names.
+    closest module names, and so is a module that has no ``forward()`` of its
+    own (``nn.ModuleList``, ``nn.ModuleDict``: never called, no output). A layer
+    that did not run in the last forward has no entry in ``features``; the
+    ``KeyError`` says so.
     """
 
     def __init__(self, model: nn.Module, layers: Iterable[str] | Mapping[str, str], *, detach: bool = True,
@@ -116,19 +150,19 @@ class FeatureExtractor(HookTool):
         keys = dict(layers) if isinstance(layers, Mapping) else {name: name for name in layers}
         if not keys:
             raise ConfigError("FeatureExtractor needs at least one layer name")
-        bad = [key for key in keys.values() if not isinstance(key, str) or not key]
-        if bad:
-            raise ConfigError(f"FeatureExtractor keys must be non-empty strings, got {bad[0]!r}")
+        _check_names(keys)
         shared = sorted({key for key in keys.values() if list(keys.values()).count(key) > 1})
         if shared:
             raise ConfigError(f"FeatureExtractor maps several layers to the key {shared[0]!r}: "
                               "their outputs would merge into one list, like one layer called "
                               "twice; give each layer its own key")
         modules = {name: resolve_name(model, name) for name in keys}  # all names checked before hooking
+        for name, module in modules.items():
+            _check_callable(name, module)
         self.model = model
         self.layers = list(keys.values())
         self.detach, self.to_cpu, self.clone = detach, to_cpu, clone
-        self.features: dict[str, Any] = {}
+        self.features: dict[str, Any] = _Features()
         self.calls: dict[str, int] = {}
         self._versions: list[tuple[str, torch.Tensor, int]] = []
         self._hook_module(model, self._start, "forward_pre", "model", prepend=True)
@@ -137,7 +171,7 @@ class FeatureExtractor(HookTool):
         self._hook_module(model, self._finish, "forward", "model")
 
     def _start(self, _module: nn.Module, _args: Any) -> None:
-        self.features = {}
+        self.features = _Features()
         self.calls = {}
         self._versions = []
 

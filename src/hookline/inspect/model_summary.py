@@ -44,6 +44,9 @@ class LayerRecord:
         kernel_size: the module's ``kernel_size`` (conv and pooling layers), as a list or an int; else None.
         param_shapes: ``(name, shape, numel)`` of the module's parameters (its children's included,
             named ``child.weight``).
+        param_sizes: ``id(parameter) -> (numel, trainable numel)`` of every parameter of ``params``
+            (the table uses it to count a tied parameter in one row only).
+        own_ids: the ids (keys of ``param_sizes``) of the parameters of ``own_params``.
     """
 
     name: str
@@ -63,6 +66,8 @@ class LayerRecord:
     input_shape: Any = None
     kernel_size: Any = None
     param_shapes: list[tuple[str, list[int], int]] = field(default_factory=list, repr=False)
+    param_sizes: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False, compare=False)
+    own_ids: frozenset[int] = field(default_factory=frozenset, repr=False, compare=False)
 
     @property
     def macs(self) -> int:
@@ -223,18 +228,30 @@ class ModelSummary:
         return self.input_bytes + self.activation_bytes + self.param_bytes
 
     @staticmethod
-    def _param_cells(row: LayerRecord, expanded: bool) -> tuple[int, int] | None:
-        """Parameters and trainable ones shown for ``row`` (None: a reused module, counted where it ran)."""
+    def _param_cells(row: LayerRecord, expanded: bool, counted: set[int]) -> tuple[int, int, bool] | None:
+        """Parameters, trainable ones, and whether some are tied, shown for ``row``.
+
+        None: a reused module, counted where it ran. A parameter already in ``counted`` (shown in
+        an earlier row: a tied weight) is left out and marks the row tied; the row's own are added.
+        """
         if row.reused and row.params:
             return None
-        if expanded:  # its children have rows of their own: show what it holds itself
-            return row.own_params, row.own_trainable
-        return row.params, row.trainable_params
+        if not row.param_sizes:  # built by hand: the plain counts
+            return (row.own_params, row.own_trainable, False) if expanded else \
+                (row.params, row.trainable_params, False)
+        ids = row.own_ids if expanded else row.param_sizes.keys()
+        new = [i for i in ids if i not in counted]
+        counted.update(new)
+        chosen = [row.param_sizes[i] for i in new]
+        return sum(n for n, _ in chosen), sum(t for _, t in chosen), len(new) < len(ids)
 
-    def _cell(self, column: str, row: LayerRecord, counts: tuple[int, int] | None,
+    def _cell(self, column: str, row: LayerRecord, counts: tuple[int, int, bool] | None,
               expanded: bool = False) -> str:
         if column in ("num_params", "trainable_params", "params_percent") and counts is None:
             return "(reused)"
+        if counts and counts[2] and column in ("num_params", "trainable_params"):
+            count = counts[0] if column == "num_params" else counts[1]
+            return f"{count:,} (+tied)" if count else "(tied)"  # the rest counted in an earlier row
         if column == "num_params":  # torchinfo's: a frozen layer's count in parentheses
             if counts and counts[0] and not counts[1] and not expanded:
                 return f"({counts[0]:,})"
@@ -261,11 +278,25 @@ class ModelSummary:
             label += f": {index[id(row)]}"
         return label
 
+    def _visible(self, hide_recursive: bool) -> list[LayerRecord]:
+        """The rows shown. ``hide_recursive``: no rows for a module's later calls, except those
+        with a shown row under them (a container's next stretch), so every row stays under its own.
+        """
+        if not hide_recursive:
+            return list(self.layers)
+        keep: set[int] = set()
+        for row in reversed(self.layers):  # children come after their parent
+            if not row.reused or id(row) in keep:
+                keep.add(id(row))
+                if row.parent is not None:
+                    keep.add(id(row.parent))
+        return [r for r in self.layers if id(r) in keep]
+
     def table(self, ascii_only: bool = False) -> str:
         """The summary as text, like torchinfo's (``columns``, ``row_settings`` and ``verbose`` apply)."""
         settings = self.row_settings or ()
         ascii_only = ascii_only or "ascii_only" in settings
-        layers = [r for r in self.layers if not ("hide_recursive_layers" in settings and r.reused)]
+        layers = self._visible("hide_recursive_layers" in settings)
         shown_parents = {id(r.parent) for r in layers if r.parent is not None}
         seen: dict[int, int] = {}
         index: dict[int, str] = {}
@@ -279,10 +310,11 @@ class ModelSummary:
         columns = self.columns if self.forward else tuple(c for c in self.columns if c not in NEED_FORWARD)
         header = (f"Layer ({naming}{depth_idx})", *(COLUMNS[c] for c in columns))
         rows: list[tuple[str, ...]] = []
+        counted: set[int] = set()  # parameters shown in a row above
         for row in layers:
             indent = (pipe + "   ") * max(row.depth - 1, 0) + (branch if row.depth == 1 else last)
             expanded = id(row) in shown_parents
-            counts = self._param_cells(row, expanded)
+            counts = self._param_cells(row, expanded, counted)
             rows.append(((indent if row.depth else "") + self._label(row, index),
                          *(self._cell(c, row, counts, expanded) for c in columns)))
             if self.verbose == 2 and not row.reused:  # own parameters; children's when they have no rows

@@ -1,4 +1,4 @@
-"""LayerProfiler: forward time per leaf module, from forward pre-hooks and forward hooks.
+"""LayerProfiler: forward time per leaf module call, from forward pre-hooks and forward hooks.
 
 On the CPU each call is timed with ``time.perf_counter``. On CUDA a pair of
 CUDA events is recorded around each call and read when you ask for the
@@ -7,6 +7,11 @@ report, so profiling adds no synchronisation to the forward pass
 robust with several streams). The model's own forward is timed the same way,
 so the table shows how much of it the layers account for (the rest is
 functional code between layers, such as ``torch.flatten`` or ``x + y``).
+
+A *leaf* is a module call during which no other module ran: a module
+without submodules, or one that does not call its submodules in that call
+(``nn.MultiheadAttention`` uses its ``out_proj`` weights functionally, so it
+is timed as one layer).
 
 ``warmup=N`` runs the model's first N forward calls untimed (first calls pay
 for allocation, kernel selection and lazy initialisation). Each layer reports
@@ -28,6 +33,7 @@ Example::
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -85,7 +91,10 @@ def _timing_device(device: Any) -> torch.device:
 
 
 class LayerProfiler(HookTool):
-    """Times every leaf module's forward (or every module of ``types``), aggregated over calls.
+    """Times every leaf module call (or every module of ``types``), aggregated over calls.
+
+    A leaf call is one during which no other module of the model ran (see the module's doc).
+    A forward that raises keeps the times of the calls that ended, the model's included.
 
     Args:
         model: the model.
@@ -106,8 +115,10 @@ class LayerProfiler(HookTool):
             raise ConfigError(f"warmup must be an int >= 0 (forward calls left untimed), got {warmup!r}")
         self.warmup = warmup
         self._model_calls = 0  # the model's forward calls started, warm-up included
+        self._leaves = types is None  # time a module's call only when no other module ran inside it
+        self._ticks = 0  # module calls started so far (hooked modules)
         if types is None:
-            targets = [(n, m) for n, m in model.named_modules() if next(m.children(), None) is None]
+            targets = list(model.named_modules())
         else:
             classes = _module_classes(types)
             targets = [(n, m) for n, m in model.named_modules() if isinstance(m, classes)]
@@ -122,14 +133,15 @@ class LayerProfiler(HookTool):
         self.model = model
         self._types = {n or type(model).__name__: type(m).__name__ for n, m in targets}
         self._totals: dict[str, list[float]] = {}  # name -> [calls, seconds, seconds squared]
-        self._starts: dict[str, list[Any]] = {}
+        self._starts: dict[str, list[tuple[int, Any]]] = {}  # name -> (tick, start) of calls under way
         self._pending: list[tuple[str, Any, Any]] = []
-        self._hook_module(model, self._starter(_MODEL), "forward_pre", "model", prepend=True)
+        self._hook_module(model, self._model_starter, "forward_pre", "model", prepend=True)
         for name, module in targets:
             label = name or type(model).__name__
             self._hook_module(module, self._starter(label), "forward_pre", label)
             self._hook_module(module, self._stopper(label), "forward", label)
-        self._hook_module(model, self._stopper(_MODEL), "forward", "model")
+        # always_call: a forward that raised ends too, so its time and its layers' stay consistent
+        self._hook_module(model, self._model_stopper, "forward", "model", always_call=True)
 
     def _now(self) -> Any:
         if self._events:
@@ -140,29 +152,55 @@ class LayerProfiler(HookTool):
             torch.cuda.synchronize(self.device)
         return time.perf_counter()
 
+    def _model_starter(self, _module: nn.Module, _args: Any) -> None:
+        self._model_calls += 1
+        self._starts.setdefault(_MODEL, []).append((0, self._now()))
+
+    def _model_stopper(self, _module: nn.Module, _args: Any, _output: Any) -> None:
+        end = self._now()
+        starts = self._starts.get(_MODEL)
+        if not starts:
+            return
+        self._record(_MODEL, starts.pop()[1], end)
+        if not starts and sys.exc_info()[1] is not None:  # the forward raised: drop the calls it left open
+            self._drop_unfinished()
+
+    def _drop_unfinished(self) -> None:
+        """Forget the starts of module calls that never ended (a forward that raised)."""
+        for starts in self._starts.values():
+            starts.clear()
+
     def _starter(self, name: str) -> Callable[[nn.Module, Any], None]:
+        starts = self._starts.setdefault(name, [])
+
         def start(_module: nn.Module, _args: Any) -> None:
-            if name == _MODEL:
-                self._model_calls += 1
-            self._starts.setdefault(name, []).append(self._now())
+            self._ticks += 1
+            starts.append((self._ticks, self._now()))
         return start
 
     def _stopper(self, name: str) -> Callable[[nn.Module, Any, Any], None]:
+        starts = self._starts[name]
+
         def stop(_module: nn.Module, _args: Any, _output: Any) -> None:
             end = self._now()
-            starts = self._starts.get(name)
             if not starts:
                 return
-            start = starts.pop()
-            if self.warmup and self._model_calls <= self.warmup:  # a warm-up call: not timed
+            tick, start = starts.pop()
+            if self._leaves and tick != self._ticks:  # another module ran inside this call: not a leaf
                 return
-            if self._events:
-                self._pending.append((name, start, end))
-                if len(self._pending) >= _PENDING_LIMIT:
-                    self._flush()
-            else:
-                self._add(name, end - start)
+            self._record(name, start, end)
         return stop
+
+    def _record(self, name: str, start: Any, end: Any) -> None:
+        """Add one call's time (none during warm-up; CUDA events are read later)."""
+        if self.warmup and self._model_calls <= self.warmup:  # a warm-up call: not timed
+            return
+        if self._events:
+            self._pending.append((name, start, end))
+            if len(self._pending) >= _PENDING_LIMIT:
+                self._flush()
+        else:
+            self._add(name, end - start)
 
     def _add(self, name: str, seconds: float) -> None:
         total = self._totals.setdefault(name, [0, 0.0, 0.0])

@@ -57,20 +57,23 @@ def _storages(value: Any) -> set[int]:
     return {t.untyped_storage().data_ptr() for t in tensors_in(value)}
 
 
-def _count(module: nn.Module) -> tuple[int, int, int, int]:
-    """Parameters of the module (recursively) and its own, all and trainable; lazy ones count 0."""
-    params = [p for p in module.parameters() if not is_lazy(p)]
-    own = [p for p in module.parameters(recurse=False) if not is_lazy(p)]
-    return (sum(p.numel() for p in params), sum(p.numel() for p in params if p.requires_grad),
-            sum(p.numel() for p in own), sum(p.numel() for p in own if p.requires_grad))
+def _sizes(module: nn.Module, recurse: bool = True) -> dict[int, tuple[int, int]]:
+    """``id(parameter) -> (numel, trainable numel)`` of the module's parameters, each tensor once;
+    lazy ones (uninitialized) are left out."""
+    return {id(p): (p.numel(), p.numel() if p.requires_grad else 0)
+            for p in module.parameters(recurse=recurse) if not is_lazy(p)}
 
 
-def _not_under(module: nn.Module, children: list[nn.Module]) -> tuple[int, int]:
-    """Parameters of ``module`` (all, trainable) held by none of ``children``."""
+def _sum(sizes: dict[int, tuple[int, int]], ids: Iterable[int]) -> tuple[int, int]:
+    """All and trainable parameters of ``ids`` (keys of ``sizes``)."""
+    chosen = [sizes[i] for i in ids]
+    return sum(n for n, _ in chosen), sum(t for _, t in chosen)
+
+
+def _not_under(module: nn.Module, children: Iterable[nn.Module]) -> frozenset[int]:
+    """Ids of the parameters of ``module`` held by none of ``children``."""
     covered = {id(p) for child in children for p in child.parameters()}
-    rest = {id(p): p for p in module.parameters() if id(p) not in covered and not is_lazy(p)}
-    return (sum(p.numel() for p in rest.values()),
-            sum(p.numel() for p in rest.values() if p.requires_grad))
+    return frozenset(i for i in _sizes(module) if i not in covered)
 
 
 def _is_scripted(module: nn.Module) -> bool:
@@ -171,7 +174,7 @@ class _Collector:
         inputs = _storages((args, kwargs))
         record.output_bytes = sum(t.numel() * t.element_size() for t in tensors_in(output)
                                   if t.untyped_storage().data_ptr() not in inputs)
-        if not record.has_children:
+        if self.records[-1] is record:  # no module ran inside this call: a leaf of the call tree
             self.activation_bytes += record.output_bytes
 
     def tree(self, model: nn.Module) -> None:
@@ -184,20 +187,32 @@ class _Collector:
 
         visit(model, "", None)
 
-    def finish(self) -> None:
-        counts: dict[int, tuple[int, int, int, int]] = {}
-        called_children: dict[int, list[nn.Module]] = {}  # id(record) -> modules of its child rows
+    def _children_run(self) -> dict[int, dict[int, nn.Module]]:
+        """``id(module) -> {id: module}`` of the modules with a child row under any row of that module.
+
+        A container whose children run in several stretches (two ModuleLists zipped in one loop)
+        has several rows; what any of them shows under it is left out of every one's own count.
+        """
+        module_of = {id(r): m for r, m in zip(self.records, self.modules)}
+        children: dict[int, dict[int, nn.Module]] = {}
         for record, module in zip(self.records, self.modules):
             if record.parent is not None:
-                called_children.setdefault(id(record.parent), []).append(module)
+                children.setdefault(id(module_of[id(record.parent)]), {})[id(module)] = module
+        return children
+
+    def finish(self) -> None:
+        """Fill in the parameter counts of every row (and a container row's FLOPs)."""
+        children_run = self._children_run()
+        done: dict[int, tuple[dict[int, tuple[int, int]], frozenset[int]]] = {}
         for record, module in zip(self.records, self.modules):
-            count = counts.get(id(module))
-            if count is None:
-                count = counts[id(module)] = _count(module)
-            record.params, record.trainable_params, record.own_params, record.own_trainable = count
-            children = called_children.get(id(record))
-            if children:  # own: what no child row accounts for (its own, and never-called children's)
-                record.own_params, record.own_trainable = _not_under(module, children)
+            if id(module) not in done:
+                children = children_run.get(id(module))
+                # own: what no child row accounts for (its own, and never-called children's)
+                own = _not_under(module, children.values()) if children else frozenset(_sizes(module, False))
+                done[id(module)] = (_sizes(module), own)
+            record.param_sizes, record.own_ids = done[id(module)]
+            record.params, record.trainable_params = _sum(record.param_sizes, record.param_sizes)
+            record.own_params, record.own_trainable = _sum(record.param_sizes, record.own_ids)
             record.param_shapes = [(n, list(p.shape), p.numel()) for n, p in module.named_parameters()
                                    if not is_lazy(p)]
             if record.container:
@@ -289,6 +304,9 @@ def _device(device: torch.device | str, first: torch.Tensor | None) -> torch.dev
     except (RuntimeError, TypeError):
         raise ConfigError(f"device must be a torch device or its name ('cpu', 'cuda:0'), "
                           f"got {device!r}") from None
+    if wanted.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device {str(wanted)!r}: this machine has no CUDA device "
+                          "(torch.cuda.is_available() is False); use device='cpu' or leave it out")
     if first is not None and (first.device.type != wanted.type or (
             wanted.index is not None and first.device.index not in (None, wanted.index))):
         raise ConfigError(f"device {str(wanted)!r}, but the model's parameters are on {str(first.device)!r}: "
