@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import copy
 import doctest
+import json
+import pickle
 
 import pytest
+import torch
 from torch.utils.data import DataLoader
 
 import hookline.hooks.keras
 from hookline import HOOKS, HookError
 from hookline.hooks import KerasCallback
-from hookline.hooks.keras import Logs
+from hookline.hooks.keras_values import Logs
 
 from ._toy import (  # one_thread is an autouse fixture
     Explode,
@@ -128,12 +132,28 @@ def test_batch_logs_are_converted_only_when_read(tmp_path):
     runner.on("after_train_iter", lambda r, outputs, **kw: losses.append(outputs["loss"].item()))
     runner.train()
     # the stored value is private: what it shows (a tensor until read: no sync) has no public view
-    assert not isinstance(kept[0]._values["loss"], float)  # noqa: SLF001
+    assert not isinstance(dict.__getitem__(kept[0], "loss"), float)  # the raw storage
     value = kept[0]["loss"]
-    assert isinstance(value, float) and kept[0]._values["loss"] == value  # noqa: SLF001
+    assert isinstance(value, float) and dict.__getitem__(kept[0], "loss") == value
     assert value == pytest.approx(losses[0], rel=1e-6)
     kept[1]["lr"] = 0.1  # logs are a mutable mapping, as in Keras
     assert dict(kept[1]).keys() == {"loss", "lr"}
+
+
+def test_logs_are_a_dict_read_once_on_first_use():
+    """Keras's logs are dicts: copy(), |, json.dumps, pickle and deepcopy work (plain dicts out),
+    and the device values are converted all at once, on the first read, not before."""
+    logs = Logs({"loss": torch.tensor(0.5), "acc": 1.0})
+    assert isinstance(logs, dict) and len(logs) == 2 and "loss" in logs
+    assert isinstance(dict.__getitem__(logs, "loss"), torch.Tensor)  # nothing read yet
+    assert json.loads(json.dumps(logs)) == {"loss": 0.5, "acc": 1.0}
+    assert dict.__getitem__(logs, "loss") == 0.5  # read now, in place
+    for made in (logs.copy(), logs | {}, {} | logs, copy.deepcopy(logs),
+                 pickle.loads(pickle.dumps(logs)), {**logs}, dict(logs)):
+        assert type(made) is dict and made == {"loss": 0.5, "acc": 1.0}
+    assert logs == {"loss": 0.5, "acc": 1.0} and repr(logs) == "{'loss': 0.5, 'acc': 1.0}"
+    logs["lr"] = torch.tensor(0.25)
+    assert logs.get("lr") == 0.25 and list(logs.values()) == [0.5, 1.0, 0.25]
 
 
 def test_stop_training_from_epoch_end_and_from_a_batch(tmp_path):

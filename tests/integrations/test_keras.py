@@ -13,8 +13,10 @@ import torch
 
 import hookline.integrations
 import hookline.integrations.keras
+import hookline.integrations.keras_history
 import hookline.integrations.keras_logs
 import hookline.integrations.keras_model
+import hookline.integrations.keras_state
 from hookline import HookError, Runner
 from hookline.core import ConfigError
 from hookline.engine.hook_adapters import find_adapter
@@ -50,7 +52,9 @@ class Recorder:
 
 @pytest.mark.parametrize("module", [hookline.integrations, _detect,
                                     hookline.integrations.keras, hookline.integrations.keras_logs,
-                                    hookline.integrations.keras_model])
+                                    hookline.integrations.keras_model,
+                                    hookline.integrations.keras_history,
+                                    hookline.integrations.keras_state])
 def test_docstring_examples(module):
     assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
 

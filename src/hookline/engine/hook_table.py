@@ -59,6 +59,16 @@ class _Entry:
         return (self.priority, 0 if self.is_default else 1, self.seq)
 
 
+def _not_a_hook(obj: object) -> str:
+    """What ``HookTable.add`` says of an object it cannot register (a class: pass an instance)."""
+    accepted = ("a Runner hook must be a hookline.Hook instance, a config dict "
+                "({'type': ...}), or a Keras or Lightning callback instance")
+    if isinstance(obj, type):
+        name = obj.__name__
+        return f"{accepted}; a class was given ({obj.__module__}.{name}): pass an instance, {name}()"
+    return f"{accepted}, got {obj!r}"
+
+
 class HookTable:
     """Ordered hooks and the per-stage call tuples derived from them."""
 
@@ -77,9 +87,7 @@ class HookTable:
             key: str | None = None) -> HookHandle:
         """Insert ``hook`` (stable: equal priorities keep their order, defaults first)."""
         if not isinstance(hook, Hook):
-            raise ConfigError(
-                f"a Runner hook must be a hookline.Hook instance or a config dict, got {hook!r}"
-            )
+            raise ConfigError(_not_a_hook(hook))
         if any(e.hook is hook for e in self._entries):
             raise ConfigError(f"{hook!r} is already registered with this Runner")
         level = int(Priority.get(hook.priority if priority is None else priority))

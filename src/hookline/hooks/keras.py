@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -23,122 +23,10 @@ import torch
 from hookline.engine.data import loader_length
 from hookline.engine.hook import STAGES, Hook
 from hookline.engine.registries import HOOKS
+from hookline.hooks.keras_values import Logs, RunningMeans, batch_size
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
-
-
-class _Mean:
-    """``total / count``, computed when read (``total`` may be a device tensor)."""
-
-    __slots__ = ("total", "count")
-
-    def __init__(self, total: Any, count: int) -> None:
-        self.total, self.count = total, count
-
-    def value(self) -> float:
-        total = self.total.item() if isinstance(self.total, torch.Tensor) else self.total
-        return float(total) / max(self.count, 1)
-
-
-class Logs(MutableMapping):
-    """Keras' ``logs`` dict whose values become floats when read.
-
-    Values may be device tensors or running means of them; reading one
-    (``logs["loss"]``, ``dict(logs)``, ``print(logs)``) converts it to a float,
-    which costs one host-device sync on GPU, so a callback that never reads
-    its logs never syncs.
-    """
-
-    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
-        self._values: dict[str, Any] = dict(values or {})
-
-    def __getitem__(self, key: str) -> float:
-        value = self._values[key]
-        if isinstance(value, _Mean):
-            value = self._values[key] = value.value()
-        elif isinstance(value, torch.Tensor):
-            value = self._values[key] = float(value.item())
-        return value
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self._values[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self._values[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-
-def batch_size(data_batch: Any, outputs: Any = None) -> int:
-    """Samples in a batch (the first dimension of the step's ``targets``, else of the batch's
-    first tensor); 1 if unknown. Keras weights a step's values by it.
-
-    Example::
-
-        >>> batch_size((torch.zeros(5, 3), torch.zeros(5)))
-        5
-    """
-    if isinstance(outputs, Mapping) and isinstance(outputs.get("targets"), torch.Tensor):
-        data_batch = outputs["targets"]
-    stack = [data_batch]
-    while stack:
-        item = stack.pop(0)
-        if isinstance(item, torch.Tensor):
-            return int(item.shape[0]) if item.dim() else 1
-        stack.extend(item.values() if isinstance(item, Mapping) else
-                     item if isinstance(item, (list, tuple)) else ())
-    return 1
-
-
-class _Means:
-    """Running sums of the scalar step outputs, kept on the device (no sync)."""
-
-    def __init__(self) -> None:
-        self.sums: dict[str, Any] = {}
-        self.count = 0
-
-    def add(self, outputs: Mapping[str, Any] | None, weight: int = 1) -> None:
-        """Add one step's scalar outputs, each counted ``weight`` times (Keras weights a
-        step's loss by its batch size)."""
-        if not isinstance(outputs, Mapping):
-            return
-        sums = self.sums
-        for key, value in outputs.items():
-            if isinstance(value, torch.Tensor):
-                if value.numel() != 1:
-                    continue
-                value = value.detach().reshape(())
-                if weight != 1:
-                    value = value.double() * weight
-                # float64 sums: one kernel per value (the add promotes), exact over long epochs
-                sums[key] = sums[key] + value if key in sums else value.double()
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                value = float(value) * weight
-                sums[key] = sums[key] + value if key in sums else value
-        self.count += weight
-
-    def means(self) -> dict[str, _Mean]:
-        """The means so far, each computed when read."""
-        return {key: _Mean(total, self.count) for key, total in self.sums.items()}
-
-    def logs(self) -> Logs:
-        """The means so far, as ``Logs`` (nothing is computed until a value is read)."""
-        return Logs(self.means())
-
-    def state(self) -> dict:
-        return {"sums": dict(self.sums), "count": self.count}
-
-    def load(self, state: Mapping[str, Any]) -> None:
-        self.sums = dict(state.get("sums", {}))
-        self.count = int(state.get("count", 0))
 
 
 # Keras method -> the stages it needs. on_epoch_end runs after the epoch's validation
@@ -304,15 +192,15 @@ class KerasCallback(Hook):
         if "train_means" in state:
             self._means("train").load(state["train_means"])
 
-    _train_means: _Means | None = None
-    _test_means: _Means | None = None
+    _train_means: RunningMeans | None = None
+    _test_means: RunningMeans | None = None
     _pending: tuple[int, Logs] | None = None
     _last_logs: Logs | None = None
 
-    def _means(self, which: str) -> _Means:
+    def _means(self, which: str) -> RunningMeans:
         attr = f"_{which}_means"
         if getattr(self, attr) is None:
-            setattr(self, attr, _Means())
+            setattr(self, attr, RunningMeans())
         return getattr(self, attr)
 
     # -- training stages -----------------------------------------------------------------
@@ -374,7 +262,7 @@ class KerasCallback(Hook):
     # -- validation / test stages (the test ones are the same methods) ------------------------
     def before_val(self, runner: Runner) -> None:
         self.runner = runner
-        self._test_means = _Means()
+        self._test_means = RunningMeans()
         if "on_test_begin" in self._overridden():
             self.on_test_begin(Logs())
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["class_named", "is_keras_callback", "is_lightning_callback", "is_lightning_module",
-           "looks_like_keras"]
+__all__ = ["KERAS_MODULES", "class_named", "is_keras_callback", "is_lightning_callback",
+           "is_lightning_module", "looks_like_keras"]
 
 _LIGHTNING = ("lightning.pytorch", "pytorch_lightning")
+#: where Keras's callback classes live (Keras 3, the TF-only Keras 2 ``tf_keras``, ``tf.keras``)
+KERAS_MODULES = ("keras", "tf_keras", "tensorflow.python.keras", "tensorflow.keras")
 #: Keras's callback methods (a Lightning callback, which shares two of these names, is told apart
 #: by its class: Lightning runs only subclasses of its Callback)
 KERAS_METHODS = ("on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end",
@@ -50,8 +52,7 @@ def is_lightning_module(obj: Any) -> bool:
 
 def is_keras_callback(obj: Any) -> bool:
     """An instance of ``keras.callbacks.Callback`` (Keras 3, or ``tf.keras``)."""
-    return class_named(obj, "Callback", ("keras", "tf_keras", "tensorflow.python.keras",
-                                         "tensorflow.keras"))
+    return class_named(obj, "Callback", KERAS_MODULES)
 
 
 def looks_like_keras(obj: Any) -> bool:

@@ -6,11 +6,18 @@ with Keras's callback methods (``on_epoch_end(epoch, logs)`` ...). The
 callback sees what ``keras.Model.fit`` gives it:
 
 - ``self.model``: a :class:`~hookline.integrations.keras_model.KerasModel`
-  (``stop_training``, ``optimizer.learning_rate``, ``get_weights()`` ...);
+  (``stop_training``, ``optimizer.learning_rate``, ``get_weights()`` ...),
+  one for all the run's callbacks; ``model.history`` is the run's ``History``
+  (:mod:`.keras_history`);
 - ``self.params``: ``{"verbose": "auto", "epochs": max_epochs, "steps":
   batches per epoch}`` (an iteration-based run is one epoch of ``max_iters``;
-  ``steps`` is None for a train dataloader without a length, as in Keras);
-- ``logs``: the run's shared :class:`~hookline.integrations.keras_logs.KerasLogBook`.
+  ``steps`` is None for a train dataloader without a length, as in Keras); in
+  a ``runner.val()`` / ``runner.test()`` outside training, ``evaluate``'s
+  ``{"epochs": 1, "steps": batches of the pass}``;
+- ``logs``: dicts from the run's shared :class:`~hookline.integrations.keras_logs.KerasLogBook`.
+
+A resumed run gets back the counters of ``EarlyStopping`` and
+``ReduceLROnPlateau`` (:mod:`.keras_state`).
 
 Keras method          called at
 ====================  =====================================================
@@ -48,12 +55,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hookline.core import ConfigError, HookError
-from hookline.engine.data import loader_length
 from hookline.engine.hook import STAGES, Hook
 
-from ._detect import class_named, is_keras_callback
+from ._detect import KERAS_MODULES, class_named, is_keras_callback
 from .keras_logs import KerasLogBook
-from .keras_model import KerasModel
+from .keras_model import eval_params, fit_params
+from .keras_state import callback_state, restore_state
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -68,8 +75,9 @@ REFUSED = {
                        "files); use hookline's CheckpointHook: {'type': 'CheckpointHook', "
                        "'interval': 1, 'save_best': 'val_loss', 'rule': 'less'}",
     "BackupAndRestore": "it backs up and restores a Keras model's variables; hookline runs "
-                        "resume exactly from their own checkpoints: keep CheckpointHook and pass "
-                        "resume='auto' (hookline train ... --resume auto)",
+                        "resume from their own checkpoints (model, optimizer, epoch, and the "
+                        "counters of EarlyStopping and ReduceLROnPlateau): keep CheckpointHook "
+                        "and pass resume='auto' (hookline train ... --resume auto)",
     "OrbaxCheckpoint": "it saves a Keras model with Orbax; use hookline's CheckpointHook",
     "TensorBoard": "it writes through TensorFlow's summary ops; use hookline's "
                    "TensorboardLoggerHook ({'type': 'TensorboardLoggerHook'})",
@@ -86,9 +94,10 @@ _STAGES: dict[str, tuple[str, ...]] = {
     "on_train_batch_begin": ("before_train_iter",),
     "on_train_batch_end": ("after_train_iter",),
     "on_test_begin": ("before_val", "before_test"),
-    "on_test_end": ("after_val_epoch", "after_test_epoch"),
-    "on_test_batch_begin": ("before_val_iter", "before_test_iter"),
-    "on_test_batch_end": ("after_val_iter", "after_test_iter"),
+    # before_val / before_test too: a pass outside training sets evaluate's params
+    "on_test_end": ("before_val", "before_test", "after_val_epoch", "after_test_epoch"),
+    "on_test_batch_begin": ("before_val", "before_test", "before_val_iter", "before_test_iter"),
+    "on_test_batch_end": ("before_val", "before_test", "after_val_iter", "after_test_iter"),
 }
 # Keras 2 names: Keras's Callback forwards on_train_batch_* to them
 _ALIASES = {"on_batch_begin": "on_train_batch_begin", "on_batch_end": "on_train_batch_end"}
@@ -112,8 +121,9 @@ def keras_methods(callback: Any) -> frozenset[str]:
 def check_keras_callback(callback: Any) -> None:
     """A :class:`ConfigError` naming the hookline equivalent for callbacks a run cannot host."""
     for name, why in REFUSED.items():
-        if class_named(callback, name, ("keras",)):
-            raise ConfigError(f"keras.callbacks.{name} cannot run in a hookline Runner: {why}")
+        if class_named(callback, name, KERAS_MODULES):
+            package = type(callback).__module__.split(".")[0]  # keras, or tf_keras
+            raise ConfigError(f"{package}.callbacks.{name} cannot run in a hookline Runner: {why}")
 
 
 class KerasCallbackHook(Hook):
@@ -125,7 +135,7 @@ class KerasCallbackHook(Hook):
         check_keras_callback(callback)
         self.callback = callback
         self.book = book
-        self.model = KerasModel(runner)
+        self.model = book.facade(runner)  # one for all the run's callbacks, as in Keras
         self.methods = keras_methods(callback)
         if "on_test_batch_end" in self.methods:
             book.test_batch_metrics = True  # its logs have the metrics' running values
@@ -144,9 +154,10 @@ class KerasCallbackHook(Hook):
         alias = next(a for a, target in _ALIASES.items() if target == name)
         return getattr(self.callback, alias)
 
-    def _attach(self, runner: Runner) -> None:
-        """``set_model`` / ``set_params`` (or the attributes, for plain objects)."""
-        params = _params(runner)
+    def _attach(self, runner: Runner, params: dict[str, Any] | None = None) -> None:
+        """``set_model`` / ``set_params`` (``fit``'s params unless given), or the attributes
+        for plain objects."""
+        params = fit_params(runner) if params is None else params
         for setter, attr, value in (("set_model", "model", self.model),
                                     ("set_params", "params", params)):
             method = getattr(self.callback, setter, None)
@@ -157,6 +168,17 @@ class KerasCallbackHook(Hook):
                     setattr(self.callback, attr, value)
                 except AttributeError:
                     pass  # a read-only attribute of a duck-typed callback: it reads its own
+
+    _restored: dict[str, Any] | None = None  # counters loaded from a checkpoint, set after reset
+
+    def state_dict(self) -> dict[str, Any]:
+        """The counters of a built-in callback (EarlyStopping, ReduceLROnPlateau), for resume."""
+        return callback_state(self.callback)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Set them now, and again after ``on_train_begin`` resets them."""
+        restore_state(self.callback, state)
+        self._restored = dict(state) if state else None
 
     @property
     def state_key(self) -> str:
@@ -189,6 +211,9 @@ class KerasCallbackHook(Hook):
         self._attach(runner)  # the loader (steps) may have changed since registration
         self._seen = self.book.serial
         self._call("on_train_begin", {})
+        if self._restored is not None:
+            restore_state(self.callback, self._restored)
+            self._restored = None
 
     def before_train_epoch(self, runner: Runner) -> None:
         self._call("on_epoch_begin", runner.epoch if runner.by_epoch else 0, {})
@@ -208,11 +233,17 @@ class KerasCallbackHook(Hook):
         self._call("on_train_end", self.book.train_end_logs)
 
     # -- validation and test -------------------------------------------------------------------------
-    def before_val(self, runner: Runner) -> None:
+    def _begin_pass(self, runner: Runner, loader: Any) -> None:
+        """A pass outside training is Keras's ``evaluate``: its own ``params``."""
+        if not self.book.training:
+            self._attach(runner, eval_params(loader))
         self._call("on_test_begin", {})
 
+    def before_val(self, runner: Runner) -> None:
+        self._begin_pass(runner, runner.val_dataloader)
+
     def before_test(self, runner: Runner) -> None:
-        self._call("on_test_begin", {})
+        self._begin_pass(runner, runner.test_dataloader)
 
     def before_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         self._call("on_test_batch_begin", batch_idx, {})
@@ -234,15 +265,6 @@ class KerasCallbackHook(Hook):
 
     def after_test_epoch(self, runner: Runner, metrics: Mapping[str, float] | None = None) -> None:
         self._call("on_test_end", self.book.test_logs)
-
-
-def _params(runner: Runner) -> dict[str, Any]:
-    """Keras's ``callback.params`` for this run."""
-    if runner.by_epoch:
-        loader = runner.train_dataloader  # no length (an IterableDataset): None, as in Keras
-        steps = loader_length(loader) if loader is not None else None
-        return {"verbose": "auto", "epochs": runner.max_epochs, "steps": steps}
-    return {"verbose": "auto", "epochs": 1, "steps": runner.max_iters}
 
 
 def _check_monitor(callback: Any) -> None:

@@ -47,7 +47,10 @@ import torch
 
 from hookline.core import ConfigError
 from hookline.engine.hook import Hook
-from hookline.hooks.keras import Logs, _Means, batch_size
+from hookline.hooks.keras_values import Logs, RunningMeans, batch_size
+
+from .keras_history import HistoryHook
+from .keras_model import KerasModel, fit_params
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -58,6 +61,12 @@ __all__ = ["KerasLogBook", "batch_size"]
 def _sorted(values: Mapping[str, Any]) -> Logs:
     """Keras sorts the keys of every ``logs`` it hands out (``pythonify_logs``)."""
     return Logs({key: values[key] for key in sorted(values)})
+
+
+def _plain(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A plain ``dict`` of floats, keys sorted (as Keras's ``pythonify_logs``): the values are
+    read now (one host-device sync for device tensors)."""
+    return _sorted(values).plain()
 
 
 class _BatchMetrics:
@@ -118,7 +127,7 @@ class _BatchMetrics:
             self.handle = None
 
 
-def _add_batch(means: _Means, metrics: _BatchMetrics | None, data_batch: Any,
+def _add_batch(means: RunningMeans, metrics: _BatchMetrics | None, data_batch: Any,
                outputs: Any) -> None:
     """One step's scalar outputs and (when ``metrics``) its metric values into ``means``,
     weighted by the batch size."""
@@ -150,8 +159,8 @@ class KerasLogBook(Hook):
         #: whether a callback reads validation / test batch logs (their running metrics are
         #: computed then only); set by the callbacks' hooks as they join
         self.test_batch_metrics = False
-        self._train = _Means()
-        self._test = _Means()
+        self._train = RunningMeans()
+        self._test = RunningMeans()
         self._metrics: _BatchMetrics | None = None
         self._pass_metrics: dict[str, _BatchMetrics | None] = {}  # per loop mode, built once
         self._test_metrics: _BatchMetrics | None = None  # those of the running pass
@@ -160,30 +169,45 @@ class KerasLogBook(Hook):
         self._resumed = False
         self._start_iter = 0  # runner.iter when the current train() started
         self._created_by: str | None = None  # the callback that made the run register it
+        #: Keras's ``self.model``, one for all the run's callbacks (:meth:`facade`)
+        self.model: KerasModel | None = None
+        #: the automatic ``History`` (registered with the first callback, :meth:`of`)
+        self.history_hook: HistoryHook | None = None
+        #: between ``before_train`` and the end of training (a val / test pass outside it is
+        #: Keras's ``evaluate``)
+        self.training = False
         #: the epoch being reported: its index, logs, whether its validation is still to come
         self.epoch = 0
-        self.epoch_logs: Logs | None = None
         self._epoch_values: dict[str, Any] = {}
+        self._published: dict[str, Any] | None = None  # the reported epoch's values, unread
+        self._epoch_logs: dict[str, Any] | None = None
+        self._train_end_logs: dict[str, Any] | None = None
         self.pending_val = False
         #: counts epochs whose ``logs`` are final; a callback reports each serial once
         self.serial = 0
-        #: the last reported epoch's logs, as published (``on_train_end`` gets them, without what
-        #: callbacks added), and the logs of the last val/test pass
-        self.last_logs: Logs | None = None
-        self.train_end_logs: Logs = Logs()
-        self.test_logs: Logs = Logs()
+        #: the logs of the last val/test pass (a plain dict, as Keras gives ``on_test_end``)
+        self.test_logs: dict[str, Any] = {}
 
     @classmethod
     def of(cls, runner: Runner, callback: Any = None) -> KerasLogBook:
         """The runner's book, registered now if it has none (``callback``: the Keras callback
         being registered, named if a book given later has to be refused)."""
-        for hook in runner.hooks.hooks:
-            if isinstance(hook, cls):
-                return hook
-        book = cls()
-        book._created_by = type(callback).__name__ if callback is not None else "a callback"
-        runner.register_hook(book)
+        book = next((hook for hook in runner.hooks.hooks if isinstance(hook, cls)), None)
+        if book is None:
+            book = cls()
+            book._created_by = type(callback).__name__ if callback is not None else "a callback"
+            runner.register_hook(book)
+        if book.history_hook is None:
+            book.history_hook = HistoryHook(book)
+            runner.register_hook(book.history_hook)
         return book
+
+    def facade(self, runner: Runner) -> KerasModel:
+        """The ``self.model`` all the run's Keras callbacks share (what one callback sets on it,
+        the others see, as on Keras's one model)."""
+        if self.model is None:
+            self.model = KerasModel(runner)
+        return self.model
 
     def before_run(self, runner: Runner) -> None:
         """One book per run: a second one (``KerasLogBook(train_metrics=False)`` registered
@@ -199,6 +223,32 @@ class KerasLogBook(Hook):
                 "hooks=[...]) so that its options apply")
 
     # -- what callbacks read -------------------------------------------------------------------
+    @property
+    def epoch_logs(self) -> dict[str, Any] | None:
+        """The reported epoch's logs: a plain dict of floats, built when a callback first reads
+        it (one host-device sync per epoch); shared by the callbacks, so what one adds the
+        callbacks after it see. None before the first epoch ends."""
+        if self._epoch_logs is None and self._published is not None:
+            self._epoch_logs = _plain(self._published)
+        return self._epoch_logs
+
+    def read_epoch_logs(self) -> dict[str, Any] | None:
+        """The reported epoch's logs if a callback has read them (built), else None."""
+        return self._epoch_logs
+
+    @property
+    def published(self) -> dict[str, Any] | None:
+        """The reported epoch's values as they are (device tensors, running means: unread)."""
+        return self._published
+
+    @property
+    def train_end_logs(self) -> dict[str, Any]:
+        """``on_train_end``'s logs: the last reported epoch's, as published (without what
+        callbacks added to ``epoch_logs``); {} when no epoch was reported."""
+        if self._train_end_logs is None:
+            self._train_end_logs = _plain(self._published) if self._published is not None else {}
+        return self._train_end_logs
+
     def train_batch_logs(self) -> Logs:
         """The running means of this epoch, up to the batch that just ended (built once per step)."""
         if self._batch_logs is None:
@@ -221,11 +271,14 @@ class KerasLogBook(Hook):
     # -- training --------------------------------------------------------------------------------
     def before_train(self, runner: Runner) -> None:
         if not self._resumed:
-            self._train = _Means()
+            self._train = RunningMeans()
         self._resumed = False
-        self.epoch_logs, self.last_logs, self.pending_val = None, None, False
-        self.train_end_logs = Logs()
+        self._published = self._epoch_logs = self._train_end_logs = None
+        self.pending_val = False
         self._start_iter = runner.iter  # a resumed run that trains nothing validates nothing
+        self.training = True
+        if self.history_hook is not None:
+            self.history_hook.begin(runner, self.facade(runner), fit_params(runner))
         if self.train_metrics and self._metrics is None:
             self._metrics = _BatchMetrics(getattr(runner, "metrics", None) or {}, runner.model)
             if not self._metrics.metrics:
@@ -264,7 +317,7 @@ class KerasLogBook(Hook):
             self._metrics.reset()
         self.epoch = runner.epoch if runner.by_epoch else 0
         self._epoch_values = values
-        self._train = _Means()
+        self._train = RunningMeans()
         self._batch_logs = None
 
     def _validate_cut_epoch(self, runner: Runner) -> bool:
@@ -299,9 +352,8 @@ class KerasLogBook(Hook):
             self._epoch_values[f"val_{key}"] = value
 
     def _publish(self) -> None:
-        self.epoch_logs = _sorted(self._epoch_values)
-        self.last_logs = self.epoch_logs
-        self.train_end_logs = _sorted(self._epoch_values)
+        self._published = self._epoch_values
+        self._epoch_logs = self._train_end_logs = None
         self.pending_val = False
         self.serial += 1
 
@@ -315,15 +367,17 @@ class KerasLogBook(Hook):
         if self._metrics is not None:
             self._metrics.remove()
             self._metrics = None
+        self.training = False
 
     def on_exception(self, runner: Runner, exception: BaseException) -> None:
+        self.training = False
         if self._metrics is not None:
             self._metrics.remove()
             self._metrics = None
 
     # -- validation and test ---------------------------------------------------------------------
     def _begin_pass(self, runner: Runner, mode: str) -> None:
-        self._test = _Means()
+        self._test = RunningMeans()
         self._test_batch_logs = None
         self._test_metrics = None
         if self.test_batch_metrics:
@@ -354,13 +408,13 @@ class KerasLogBook(Hook):
         self._after_pass_iter(data_batch, outputs)
 
     def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
-        self.test_logs = _sorted(dict(metrics or {}))
+        self.test_logs = _plain(metrics or {})
         if self.pending_val:
             self._add_val(metrics)
             self._publish()
 
     def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
-        self.test_logs = _sorted(dict(metrics or {}))
+        self.test_logs = _plain(metrics or {})
 
     # -- an epoch cut by a checkpoint resumes with its running means --------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -14,7 +14,9 @@ What Keras's own callbacks read and write works on it:
   BatchNorm statistics, so ``EarlyStopping(restore_best_weights=True)``
   restores all of it);
 - ``built`` (True), ``name``, ``metrics`` (for ``mode="auto"`` monitors),
-  ``history`` (assignable); any other attribute is the torch model's.
+  ``history`` (the run's ``History``, assignable); any other attribute is the
+  torch model's; ``optimizer.learning_rate`` and ``optimizer.iterations``
+  have the Keras variable's ``numpy()`` (and ``assign`` for the rate).
 
 Example::
 
@@ -42,8 +44,28 @@ import numpy as np
 import torch
 
 from hookline.core import ConfigError
+from hookline.engine.data import loader_length
 
-__all__ = ["RATIO_KEY", "KerasModel", "KerasOptimizer", "lr_ratios"]
+__all__ = ["RATIO_KEY", "Iterations", "KerasModel", "KerasOptimizer", "LearningRate", "eval_params",
+           "fit_params", "lr_ratios"]
+
+
+def fit_params(runner: Any) -> dict[str, Any]:
+    """Keras's ``callback.params`` in ``fit`` for this run: ``epochs`` and the batches per epoch
+    (None for a loader without a length, as Keras gives); an iteration-based run is one epoch
+    of ``max_iters``."""
+    if runner.by_epoch:
+        loader = runner.train_dataloader
+        steps = loader_length(loader) if loader is not None else None
+        return {"verbose": "auto", "epochs": runner.max_epochs, "steps": steps}
+    return {"verbose": "auto", "epochs": 1, "steps": runner.max_iters}
+
+
+def eval_params(loader: Any) -> dict[str, Any]:
+    """Keras's ``callback.params`` in ``evaluate``: one epoch of the pass's batches (what a
+    standalone ``runner.val()`` / ``runner.test()`` gives its callbacks)."""
+    steps = loader_length(loader) if loader is not None else None
+    return {"verbose": "auto", "epochs": 1, "steps": steps}
 
 #: Keras model methods with no meaning on the facade, and what to use in hookline instead
 _NOT_HERE = {
@@ -57,6 +79,60 @@ _NOT_HERE = {
 }
 
 
+class LearningRate(float):
+    """``optimizer.learning_rate`` as read: a float of the rate then, with the methods of the
+    Keras variable it stands for, which read and write the optimizer now: ``assign(value)``
+    (also ``assign_add`` / ``assign_sub``) sets the rate of every param group as assigning
+    ``optimizer.learning_rate`` does; ``numpy()`` and ``value`` give the current rate.
+
+    Example::
+
+        >>> net = torch.nn.Linear(2, 1)
+        >>> sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+        >>> rate = KerasOptimizer(sgd).learning_rate
+        >>> rate.assign(rate * 0.5); rate.value, sgd.param_groups[0]["lr"]
+        (0.05, 0.05)
+    """
+
+    def __new__(cls, optimizer: KerasOptimizer) -> LearningRate:
+        rate = super().__new__(cls, optimizer.current_rate())
+        rate._optimizer = optimizer
+        return rate
+
+    _optimizer: KerasOptimizer
+
+    @property
+    def value(self) -> float:
+        return self._optimizer.current_rate()
+
+    def numpy(self) -> np.ndarray:
+        """The current rate as a 0-d float32 array (what a Keras variable's ``numpy()`` gives)."""
+        return np.asarray(self._optimizer.current_rate(), dtype=np.float32)
+
+    def assign(self, value: Any) -> None:
+        self._optimizer.learning_rate = value
+
+    def assign_add(self, delta: Any) -> None:
+        self.assign(self.value + float(np.asarray(delta)))
+
+    def assign_sub(self, delta: Any) -> None:
+        self.assign(self.value - float(np.asarray(delta)))
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles and copies as the float it is
+        return (float, (float(self),))
+
+
+class Iterations(int):
+    """``optimizer.iterations``: an int of the steps so far, with ``numpy()`` as a Keras variable
+    has (an int64 0-d array)."""
+
+    def numpy(self) -> np.ndarray:
+        return np.asarray(int(self), dtype=np.int64)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (int, (int(self),))
+
+
 class KerasOptimizer:
     """Keras's ``model.optimizer`` over one torch optimizer: ``learning_rate`` reads and writes
     its param groups (the ratios between groups are kept)."""
@@ -67,9 +143,14 @@ class KerasOptimizer:
         self.name = name or type(optimizer).__name__.lower()
         self._steps_done = steps_done
 
-    @property
-    def learning_rate(self) -> float:
+    def current_rate(self) -> float:
+        """The first param group's learning rate."""
         return float(self.optimizer.param_groups[0]["lr"])
+
+    @property
+    def learning_rate(self) -> LearningRate:
+        """The rate as a float with Keras's ``assign`` / ``numpy`` (:class:`LearningRate`)."""
+        return LearningRate(self)
 
     @learning_rate.setter
     def learning_rate(self, value: Any) -> None:
@@ -82,7 +163,11 @@ class KerasOptimizer:
     lr = learning_rate
 
     @property
-    def iterations(self) -> int:
+    def iterations(self) -> Iterations:
+        """Training steps so far (:meth:`_steps`), an int with ``numpy()``."""
+        return Iterations(self._steps())
+
+    def _steps(self) -> int:
         """Training steps so far, as Keras counts them (``runner.iter`` in a run: every
         optimizer, every batch, accumulated or not; without a run, the torch optimizer's
         step count of its first parameter, which SGD does not keep)."""
@@ -96,7 +181,8 @@ class KerasOptimizer:
         return 0
 
     def __repr__(self) -> str:
-        return f"<KerasOptimizer {type(self.optimizer).__name__} learning_rate={self.learning_rate:g}>"
+        return (f"<KerasOptimizer {type(self.optimizer).__name__} "
+                f"learning_rate={self.current_rate():g}>")
 
 
 #: the key under which a param group keeps its learning rate's ratio to the first group's
@@ -147,7 +233,7 @@ class _MultiOptimizer:
         self.optimizers = list(optimizers)
 
     @property
-    def learning_rate(self) -> float:
+    def learning_rate(self) -> LearningRate:
         return self.optimizers[0].learning_rate
 
 
@@ -156,6 +242,50 @@ class _Direction:
 
     def __init__(self, name: str, direction: str) -> None:
         self.name, self._direction = name, direction
+
+
+#: names Keras's ``compile`` resolves itself (``compile_utils.get_metric``), not through
+#: ``keras.metrics.get``: an accuracy or a crossentropy of the loss's kind
+_COMPILE_NAMES = {"acc": "up", "accuracy": "up", "ce": "down", "crossentropy": "down"}
+
+
+def _spec_names(name: str, spec: Any) -> list[str]:
+    """The names a metric goes by: its spec (a registry name, a function's or a metric object's
+    name) first, then its key in ``metrics=``."""
+    names = [spec] if isinstance(spec, str) else []
+    for attr in ("__name__", "name"):
+        value = getattr(spec, attr, None)
+        if isinstance(value, str):
+            names.append(value)
+    names.append(name)
+    return names
+
+
+def metric_direction(keras: Any, name: str, spec: Any) -> str | None:
+    """``"up"`` or ``"down"`` for a metric of the run (``metrics={name: spec}``), as Keras's
+    ``mode="auto"`` monitors learn it; None when unknown. A torchmetrics metric says it
+    (``higher_is_better``); a name is Keras's (``"acc"``, ``"accuracy"``, ``"ce"`` and
+    ``"crossentropy"`` as ``compile`` reads them, others through ``keras.metrics.get``).
+
+    Example::
+
+        >>> def accuracy(preds, targets): ...
+        >>> metric_direction(None, "acc", accuracy), metric_direction(None, "top", accuracy)
+        ('up', 'up')
+    """
+    better = getattr(spec, "higher_is_better", None)
+    if isinstance(better, bool):
+        return "up" if better else "down"
+    for candidate in _spec_names(name, spec):
+        if candidate.lower() in _COMPILE_NAMES:
+            return _COMPILE_NAMES[candidate.lower()]
+        try:
+            direction = getattr(keras.metrics.get(candidate), "_direction", None)
+        except (ValueError, TypeError, AttributeError):
+            continue
+        if direction in ("up", "down"):
+            return str(direction)
+    return None
 
 
 def _optimizers(wrapper: Any) -> list[tuple[str | None, torch.optim.Optimizer]]:
@@ -176,7 +306,25 @@ class KerasModel:
 
     def __init__(self, runner: Any) -> None:
         object.__setattr__(self, "_runner", runner)
-        object.__setattr__(self, "history", None)
+        object.__setattr__(self, "_history", None)
+        object.__setattr__(self, "_before_history_read", None)
+
+    @property
+    def history(self) -> Any:
+        """Keras's ``model.history``: the run's ``History`` (the automatic one records its
+        epochs when this is read, so an unread History costs no host-device sync)."""
+        before = self._before_history_read
+        if before is not None:
+            before()
+        return self._history
+
+    @history.setter
+    def history(self, value: Any) -> None:
+        object.__setattr__(self, "_history", value)
+
+    def on_history_read(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback`` each time ``history`` is read (the automatic History's catch-up)."""
+        object.__setattr__(self, "_before_history_read", callback)
 
     # -- the run -------------------------------------------------------------------------------
     @property
@@ -223,12 +371,9 @@ class KerasModel:
         if keras is None:
             return []
         known = []
-        for name in getattr(self._runner, "metrics", {}) or {}:
-            try:
-                direction = getattr(keras.metrics.get(name), "_direction", None)
-            except (ValueError, TypeError):
-                continue
-            if direction in ("up", "down"):
+        for name, spec in (getattr(self._runner, "metrics", {}) or {}).items():
+            direction = metric_direction(keras, name, spec)
+            if direction is not None:
                 known.append(_Direction(name, direction))
         from keras.src.trainers.compile_utils import MetricsList  # noqa: PLC0415  (keras is loaded)
         return [MetricsList(known)]
@@ -265,7 +410,7 @@ class KerasModel:
 
     # -- everything else is the torch model's -------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_runner":
+        if name.startswith("__") or name in ("_runner", "_history", "_before_history_read"):
             raise AttributeError(name)
         if name in _NOT_HERE:
             raise ConfigError(f"a Keras callback called model.{name}(), which the Keras model "
@@ -282,7 +427,7 @@ class KerasModel:
     def __setattr__(self, name: str, value: Any) -> None:
         if name in ("stop_training",) or name in type(self).__dict__:
             object.__setattr__(self, name, value)
-        elif name in ("history",) or not hasattr(self._runner.model, name):
+        elif not hasattr(self._runner.model, name):
             object.__setattr__(self, name, value)  # callback bookkeeping lives on the facade
         else:
             setattr(self._runner.model, name, value)
