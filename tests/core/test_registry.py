@@ -97,6 +97,23 @@ def test_get_unknown_suggests_the_closest_names():
     assert "did you mean 'Square'" in str(info.value)
 
 
+def test_a_dotted_name_of_an_unloaded_scope_says_so():
+    shapes, _, _ = make_registry()
+    with pytest.raises(ConfigError, match="no shape registry of scope 'geo' is loaded"):
+        shapes.get("geo.Square")
+
+
+def test_a_misspelt_dotted_flat_name_suggests_it_without_the_scope_hint():
+    """Bridges register names like 'keras.callbacks.EarlyStopping' flat: a typo in one is a
+    typo, not a scope that is not loaded."""
+    shapes, _, _ = make_registry()
+    shapes.register(lambda: "x", name="geo.Square")
+    with pytest.raises(ConfigError) as info:
+        shapes.get("geo.Sqare")
+    assert "did you mean 'geo.Square'" in str(info.value)
+    assert "is loaded" not in str(info.value)
+
+
 def test_repr():
     shapes, _, _ = make_registry()
     assert repr(shapes) == "<Registry 'shape': 2 entries>"

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
 from .errors import ConfigError
-from .event import Event
+from .event import DECORATE, Event
 from .handles import HookHandle
 
 
@@ -66,15 +66,17 @@ class EventBus:
         return event
 
     @overload
-    def on(self, name: str, fn: None = None,
-           **options: Any) -> Callable[[Callable[..., Any]], HookHandle]: ...
+    def on(self, name: str, **options: Any) -> Callable[[Callable[..., Any]], HookHandle]: ...
 
     @overload
     def on(self, name: str, fn: Callable[..., Any], **options: Any) -> HookHandle: ...
 
-    def on(self, name: str, fn: Callable[..., Any] | None = None,
+    def on(self, name: str, fn: Callable[..., Any] = DECORATE,
            **options: Any) -> HookHandle | Callable[[Callable[..., Any]], HookHandle]:
         """Register ``fn`` on event ``name``; a decorator when ``fn`` is omitted."""
+        if not isinstance(name, str):
+            raise ConfigError(f"bus.on takes the event name first, as in bus.on('saved', fn) or "
+                              f"@bus.on('saved'); got {ConfigError.brief(name)} as the name")
         return self.event(name).register(fn, **options)
 
     def _existing(self, name: str) -> Event | None:

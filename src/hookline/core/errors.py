@@ -117,19 +117,29 @@ class HookError(RuntimeError):
     original exception is ``__cause__``.
 
     Attributes:
-        hook: the callable that raised.
+        hook: the callable that raised (a ``when=`` predicate, when that raised).
         point: the name of the hook point (an event name, ``f.pre`` ...).
+        filtering: when ``hook`` is a ``when=`` predicate, the hook it decides for (else None).
     """
 
-    def __init__(self, hook: Any, point: str, original: BaseException) -> None:
+    def __init__(self, hook: Any, point: str, original: BaseException, *,
+                 filtering: Any = None) -> None:
         self.hook = hook
         self.point = point
         self.original = original
-        super().__init__(
-            f"hook {qualified_name(hook)} failed at {point}: "
-            f"{type(original).__name__}: {original}"
-        )
+        self.filtering = filtering
+        what = (f"hook {qualified_name(hook)}" if filtering is None else
+                f"when-predicate {qualified_name(hook)} of hook {qualified_name(filtering)}")
+        super().__init__(f"{what} failed at {point}: {type(original).__name__}: {original}")
 
-    def __reduce__(self) -> tuple[type[HookError], tuple[Any, str, BaseException]]:
+    def __reduce__(self) -> tuple[Any, ...]:
         # picklable across processes
-        return (type(self), (self.hook, self.point, self.original))
+        if self.filtering is None:
+            return (type(self), (self.hook, self.point, self.original))
+        return (_predicate_error, (type(self), self.hook, self.point, self.original, self.filtering))
+
+
+def _predicate_error(cls: type[HookError], hook: Any, point: str, original: BaseException,
+                     filtering: Any) -> HookError:
+    """Unpickles a :class:`HookError` raised by a ``when=`` predicate."""
+    return cls(hook, point, original, filtering=filtering)

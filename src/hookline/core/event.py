@@ -40,12 +40,26 @@ from typing import Any, overload
 from ._callables import is_coroutine_callable
 from ._emitter import Emitter, build_emitter, refusing
 from .errors import ConfigError, HookError
-from .handles import HookHandle
+from .handles import HookHandle, hook_behind
 from .priority import Priority, PriorityLike
-from .spec import check_spec, fit_to_spec
+from .spec import check_emission, check_spec, checking, fit_to_spec
 
 #: returned by a filtered hook that did not run this time
 SKIP: Any = object()
+
+
+class _Decorate:
+    """The default of a registrar's hook argument: none given, so it returns a decorator
+    (an explicit ``None`` is a :class:`ConfigError`, not a decorator)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<decorate>"
+
+
+#: ``register(fn=DECORATE)``: no hook given, return a decorator
+DECORATE: Any = _Decorate()
 
 
 def _skipped(*args: Any, **kwargs: Any) -> Any:
@@ -96,13 +110,15 @@ def check_options(once: bool, every: int, when: Callable[..., Any] | None) -> No
 
 
 def filtered(fn: Callable[..., Any], once: bool, every: int, when: Callable[..., Any] | None,
-             remove: Callable[[], None], gate: Callable[..., bool] | None = None) -> Callable[..., Any]:
+             remove: Callable[[], None], gate: Callable[..., bool] | None = None,
+             point: str = "?") -> Callable[..., Any]:
     """Wrap ``fn`` so it honours ``once``/``every``/``when``; returns ``fn`` itself when unfiltered.
 
     A wrapper returns :data:`SKIP` on the emissions where ``fn`` does not run.
     ``every`` counts every emission the hook sees; ``when`` is checked on the
     emissions ``every`` lets through. ``gate`` (internal) decides which
-    emissions the hook sees at all, before ``every`` counts them.
+    emissions the hook sees at all, before ``every`` counts them. A ``when``
+    that raises is a :class:`HookError` naming it (and ``fn``) at ``point``.
     """
     if not once and every == 1 and when is None and gate is None:
         return fn
@@ -115,8 +131,15 @@ def filtered(fn: Callable[..., Any], once: bool, every: int, when: Callable[...,
             return SKIP
         if every != 1 and next(seen) % every:
             return SKIP
-        if when is not None and not when(*args, **kwargs):
-            return SKIP
+        if when is not None:
+            try:
+                passes = when(*args, **kwargs)
+            except HookError:  # a nested hook point's: it names its own hook
+                raise
+            except Exception as exc:
+                raise _predicate_failed(when, fn, point, exc) from exc
+            if not passes:
+                return SKIP
         if once:
             try:
                 token.pop()  # only one emission, in one thread, gets the token
@@ -127,6 +150,12 @@ def filtered(fn: Callable[..., Any], once: bool, every: int, when: Callable[...,
 
     setattr(call, "__hookline_fn__", fn)  # read back by hook_of()
     return call
+
+
+def _predicate_failed(when: Callable[..., Any], fn: Callable[..., Any], point: str,
+                      exc: Exception) -> HookError:
+    """The error of a ``when`` predicate that raised: the predicate's, naming the hook too."""
+    return HookError(hook_of(when), point, exc, filtering=hook_of(fn))
 
 
 def hook_of(call: Callable[..., Any]) -> Callable[..., Any]:
@@ -201,6 +230,8 @@ class Event:
     emit: Emitter
 
     def __init__(self, name: str, args: Sequence[str] | None = None) -> None:
+        if not isinstance(name, str):
+            raise ConfigError(f"an event name must be a str, got {ConfigError.brief(name)}")
         self.name = name
         #: with ``args``, each hook gets the arguments it names (see :mod:`hookline.core.spec`)
         self.args = None if args is None else check_spec(args, name)
@@ -216,7 +247,7 @@ class Event:
 
     # -- registration ---------------------------------------------------------
     @overload
-    def register(self, fn: None = None, *, priority: PriorityLike = ..., once: bool = ...,
+    def register(self, *, priority: PriorityLike = ..., once: bool = ...,
                  every: int = ..., when: Callable[..., bool] | None = ...,
                  _gate: Callable[..., bool] | None = ...) -> Callable[[Callable[..., Any]], HookHandle]: ...
 
@@ -225,7 +256,7 @@ class Event:
                  every: int = ..., when: Callable[..., bool] | None = ...,
                  _gate: Callable[..., bool] | None = ...) -> HookHandle: ...
 
-    def register(self, fn: Callable[..., Any] | None = None, *, priority: PriorityLike = "NORMAL",
+    def register(self, fn: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
                  once: bool = False, every: int = 1,
                  when: Callable[..., bool] | None = None,
                  _gate: Callable[..., bool] | None = None
@@ -234,22 +265,25 @@ class Event:
 
         Also a decorator, bare (``@event.register``) or with options
         (``@event.register(priority="HIGH")``); the decorated name is then the
-        handle, which still calls the function and has ``remove()``.
+        handle, which still calls the function and has ``remove()``. Given a handle (stacked
+        decorators: ``@ev.register @other.register def f``), it registers the handle's hook.
         """
         level = Priority.get(priority)
         check_options(once, every, when)
-        if fn is None:
+        if fn is DECORATE:
             return lambda f: self.register(f, priority=level, once=once, every=every, when=when,
                                            _gate=_gate)
+        fn = hook_behind(fn)
         if not callable(fn):
-            raise ConfigError(f"a hook must be callable, got {fn!r} for event {self.name!r}")
+            raise ConfigError(f"a hook must be callable, got {ConfigError.brief(fn)} for event "
+                              f"{self.name!r}")
         # The remover reads ``entry`` (assigned below) only when it is called.
         handle = HookHandle(lambda: self._remove(entry), fn, self.name)
         target = fn
         if self.args is not None:
             target = fit_to_spec(fn, self.args, self.name)
             when = None if when is None else fit_to_spec(when, self.args, self.name, "when")
-        call = filtered(target, once, every, when, handle.remove, _gate)
+        call = filtered(target, once, every, when, handle.remove, _gate, self.name)
         with self._lock:
             entry = _Entry(fn, int(level), self._seq, call, handle)
             self._seq += 1
@@ -283,8 +317,11 @@ class Event:
         calls.cells = ()
         walk = _walker(calls, weakref.ref(self))
         if calls.has_async:
-            return calls, refusing(calls, walk, self.name)
-        emit, calls.cells = build_emitter(calls, list(calls), walk, _reporter(calls), SKIP)
+            emit = refusing(calls, walk, self.name)
+        else:
+            emit, calls.cells = build_emitter(calls, list(calls), walk, _reporter(calls), SKIP)
+        if self.args is not None:  # only events with a spec check each emission
+            emit = checking(emit, self.args, self.name)
         return calls, emit
 
     def _publish(self) -> None:
@@ -321,6 +358,8 @@ class Event:
     # ``emit`` is an attribute: the function generated for the current call list (_build).
     def emit_first(self, *args: Any, **kwargs: Any) -> Any:
         """Call hooks in order until one returns something other than None; return it."""
+        if self.args is not None:
+            check_emission(self.args, self.name, args, kwargs)
         calls = self._calls
         if calls.has_async:
             raise ConfigError(
@@ -339,6 +378,8 @@ class Event:
 
     async def emit_async(self, *args: Any, **kwargs: Any) -> list[Any]:
         """Like :meth:`emit`, awaiting coroutine hooks (plain hooks are called)."""
+        if self.args is not None:
+            check_emission(self.args, self.name, args, kwargs)
         results: list[Any] = []
         for call in self._calls:
             try:

@@ -53,6 +53,14 @@ class HookHandle:
         """Call the hook itself, so a decorated function stays callable."""
         return self.hook(*args, **kwargs)
 
+    @property
+    def __wrapped__(self) -> Any:
+        """The hook (as ``functools.wraps`` would say): ``inspect.signature(handle)`` is the
+        hook's, and registering a handle registers its hook (stacked decorators)."""
+        if self.hook is None:
+            raise AttributeError("this handle stands for no hook")
+        return self.hook
+
     def __enter__(self) -> HookHandle:
         return self
 
@@ -105,3 +113,13 @@ class HandleGroup:
 
     def __exit__(self, *exc_info: object) -> None:
         self.remove()
+
+
+def hook_behind(fn: Any) -> Any:
+    """``fn``, or the hook a :class:`HookHandle` stands for (what ``@ev.register`` left on a
+    name): stacked decorators such as ``@ev.register @other.register def f`` register ``f``."""
+    for _ in range(8):  # a handle of a handle ...
+        if not isinstance(fn, HookHandle) or fn.hook is None:
+            break
+        fn = fn.hook
+    return fn

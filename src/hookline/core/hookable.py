@@ -16,18 +16,22 @@ Around-hooks (``divide.around(wrapper)``) and ``Skip`` are described in
 :mod:`hookline.core.around`.
 
 On a method, ``Cls.method.post(h)`` hooks every instance and
-``obj.method.post(h)`` only ``obj``; class hooks run first.
+``obj.method.post(h)`` only ``obj``; class hooks run first. Through a
+subclass that inherits the method, ``Sub.method.post(h)`` hooks the instances
+of ``Sub`` (and its subclasses) only, as ``observe(Sub, ...)`` does.
+``@hookable`` above ``@staticmethod`` keeps the method static; a
+``@classmethod`` goes above ``@hookable``, and its hooks are the function's
+(they run for every class it is called through).
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, cast, overload
 
-from ._callables import is_coroutine_callable
+from ._callables import check_shape, is_coroutine_callable
 from ._hookset import (
     Args,
     HookSet,
@@ -43,57 +47,113 @@ from ._hookset import (
 from ._instances import InstanceTable
 from .around import Chain
 from .errors import ConfigError, qualified_name
-from .event import SKIP, Event
+from .event import DECORATE, SKIP, Event
+from .handles import HookHandle, hook_behind
 from .priority import PriorityLike
 
+#: per kind of hook: how many arguments it is called with, and the signature to show
+_SHAPES = {"pre": (2, "hook(args, kwargs)"), "around": (3, "hook(call, args, kwargs)"),
+           "post": (3, "hook(result, args, kwargs)"), "error": (3, "hook(exc, args, kwargs)")}
 
-def _register(event: Event, hook: Callable[..., Any] | None, options: dict[str, Any],
-              is_async: bool) -> Any:
-    if hook is None:
-        return lambda fn: _register(event, fn, options, is_async)
-    if not is_async and is_coroutine_callable(hook):
+
+class _Target:
+    """Where a registrar puts a hook: a hook set, with the gate and the label of a subclass
+    (``Sub.method.post(h)`` runs ``h`` for instances of ``Sub`` only)."""
+
+    __slots__ = ("hooks", "gate", "label")
+
+    def __init__(self, hooks: HookSet, gate: Callable[..., bool] | None = None,
+                 label: str | None = None) -> None:
+        self.hooks, self.gate, self.label = hooks, gate, label
+
+
+def _check_hook(event: Event, kind: str, hook: Any, when: Any) -> None:
+    """A :class:`ConfigError` for a hook (or ``when``) that cannot take a call's arguments."""
+    count, expected = _SHAPES[kind]
+    check_shape(hook, count, f"{event.name} hook", expected)
+    if callable(when):
+        check_shape(when, count, f"when-predicate of {event.name}",
+                    expected.replace("hook(", "when(", 1))
+
+
+def _register(event: Event, kind: str, hook: Any, options: dict[str, Any], target: _Target) -> Any:
+    if hook is DECORATE:
+        return lambda fn: _register(event, kind, fn, options, target)
+    hook = hook_behind(hook)
+    if not target.hooks.is_async and is_coroutine_callable(hook):
         raise ConfigError(
             f"{qualified_name(hook)} is a coroutine function; it can only hook an async "
             f"function, and {event.name.rsplit('.', 1)[0]} is not async"
         )
-    return event.register(hook, **options)
+    _check_hook(event, kind, hook, options["when"])
+    handle: HookHandle = event.register(hook, **options, _gate=target.gate)
+    if target.label is not None:  # a subclass's hook: its handle names the subclass
+        handle.point = f"{target.label}.{event.name.rsplit('.', 1)[1]}"
+    return handle
 
 
 class _Registrars:
     """``pre`` / ``around`` / ``post`` / ``on_error`` methods shared by functions and bound methods."""
 
-    def _hook_set(self) -> HookSet:  # pragma: no cover - overridden
+    def _target(self) -> _Target:  # pragma: no cover - overridden
         raise NotImplementedError  # abstract
 
-    def pre(self, hook: Callable[..., Any] | None = None, *, priority: PriorityLike = "NORMAL",
+    def _add(self, kind: str, hook: Any, options: dict[str, Any]) -> Any:
+        target = self._target()
+        return _register(getattr(target.hooks, kind), kind, hook, options, target)
+
+    def pre(self, hook: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
             once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
         """Run ``hook(args, kwargs)`` before the call; it returns None (keep the arguments),
         ``(args, kwargs)`` (new ones) or ``Skip(value)`` (skip the call: ``value`` is its result)."""
-        hooks = self._hook_set()
-        options = dict(priority=priority, once=once, every=every, when=when)
-        return _register(hooks.pre, hook, options, hooks.is_async)
+        return self._add("pre", hook, dict(priority=priority, once=once, every=every, when=when))
 
-    def around(self, hook: Callable[..., Any] | None = None, *, priority: PriorityLike = "NORMAL",
+    def around(self, hook: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
                once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
         """Run ``hook(call, args, kwargs)`` instead of the call; it calls ``call(*args, **kwargs)``
         (the inner wrappers, then the function) as it likes and returns the result."""
-        hooks = self._hook_set()
-        options = dict(priority=priority, once=once, every=every, when=when)
-        return _register(hooks.around, hook, options, hooks.is_async)
+        return self._add("around", hook, dict(priority=priority, once=once, every=every, when=when))
 
-    def post(self, hook: Callable[..., Any] | None = None, *, priority: PriorityLike = "NORMAL",
+    def post(self, hook: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
              once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
         """Run ``hook(result, args, kwargs)`` after the call; a non-None return replaces the result."""
-        hooks = self._hook_set()
-        options = dict(priority=priority, once=once, every=every, when=when)
-        return _register(hooks.post, hook, options, hooks.is_async)
+        return self._add("post", hook, dict(priority=priority, once=once, every=every, when=when))
 
-    def on_error(self, hook: Callable[..., Any] | None = None, *, priority: PriorityLike = "NORMAL",
+    def on_error(self, hook: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
                  once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
         """Run ``hook(exc, args, kwargs)`` when the call raises; a non-None return is the result."""
-        hooks = self._hook_set()
-        options = dict(priority=priority, once=once, every=every, when=when)
-        return _register(hooks.error, hook, options, hooks.is_async)
+        return self._add("error", hook, dict(priority=priority, once=once, every=every, when=when))
+
+
+class _Forwarded(str):
+    """A class attribute of a bound view (``__doc__``, ``__module__``): this str on the class,
+    the hookable function's attribute on an instance. A str, because ``type`` hands out a
+    class's ``__module__`` without calling ``__get__``."""
+
+    attribute: str
+
+    def __new__(cls, value: str, attribute: str) -> _Forwarded:
+        self = super().__new__(cls, value)
+        self.attribute = attribute
+        return self
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return str(self)
+        return getattr(obj._owner(), self.attribute)  # noqa: SLF001 - the view's function
+
+
+def _instances_of(cls: type) -> Callable[..., bool]:
+    """A gate letting through the calls whose ``args[0]`` is an instance of ``cls`` (every hook
+    kind gets ``args`` second to last)."""
+    return lambda *hook_args: bool(hook_args[-2]) and isinstance(hook_args[-2][0], cls)
+
+
+def _via_classmethod(function: HookableFunction, cls: Any) -> bool:
+    """Whether ``function`` bound to ``cls`` came through a ``classmethod`` of ``cls``."""
+    return isinstance(cls, type) and any(
+        isinstance(attr, classmethod) and attr.__func__ is function
+        for klass in cls.__mro__ for attr in vars(klass).values())
 
 
 class _Dispatch(Protocol):
@@ -113,10 +173,10 @@ class HookableFunction(_Registrars):
     __qualname__: str
 
     def __init__(self, fn: Callable[..., Any]) -> None:
-        if not callable(fn):
-            raise ConfigError(f"@hookable needs a function or method, got {fn!r}")
+        _check_hookable(fn)
         functools.update_wrapper(self, fn)
-        self._is_async = inspect.iscoroutinefunction(fn)
+        self._home: type | None = None  # the class it is defined in (__set_name__)
+        self._is_async = is_coroutine_callable(fn)
         self._hooked = False
         self._count = 0  # hooks registered, class and live instances together (under _lock)
         self._arounds = 0  # of them, around-hooks: a call without any builds no chain
@@ -130,8 +190,12 @@ class HookableFunction(_Registrars):
         )
         self._dispatch = self._make_dispatch()
 
-    def _hook_set(self) -> HookSet:
-        return self._class_hooks
+    def _target(self) -> _Target:
+        return _Target(self._class_hooks)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if self._home is None:
+            self._home = owner
 
     def _adjust(self, delta: int, around_delta: int = 0) -> None:
         # called with self._lock held (by HookSet); calls read _hooked and _arounds without a lock
@@ -228,7 +292,9 @@ class HookableFunction(_Registrars):
     # -- methods ------------------------------------------------------------------
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         if obj is None:
-            return self
+            if objtype is self._home or self._home is None or objtype is None:
+                return self
+            return SubclassHookable(self, objtype)  # hooks through it: that subclass only
         return BoundHookable(self._dispatch, obj)
 
     def __repr__(self) -> str:
@@ -249,12 +315,22 @@ class BoundHookable(functools.partial[Any], _Registrars):
 
     __slots__ = ()
     func: _Dispatch  # always HookableFunction._dispatch
+    __doc__ = _Forwarded(__doc__ or "", "__doc__")
+    __module__ = _Forwarded(__module__, "__module__")
 
     def _owner(self) -> HookableFunction:
         return self.func.__hookline_owner__
 
-    def _hook_set(self) -> HookSet:
-        return self._owner()._instance_hooks.setdefault(self.args[0])  # noqa: SLF001 - its bound view
+    def _target(self) -> _Target:
+        owner = self._owner()
+        if _via_classmethod(owner, self.args[0]):  # @classmethod above @hookable: the function's
+            return _Target(owner._class_hooks)  # noqa: SLF001 - its bound view
+        return _Target(owner._instance_hooks.setdefault(self.args[0]))  # noqa: SLF001
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("__name__", "__qualname__"):  # the method's, as a bound method has them
+            return getattr(self._owner(), name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def __wrapped__(self) -> Callable[..., Any]:
@@ -288,10 +364,75 @@ class BoundHookable(functools.partial[Any], _Registrars):
         return getattr, (self.args[0], self._owner().__name__)
 
 
-def hookable(fn: Callable[..., Any]) -> HookableFunction:
+class SubclassHookable(_Registrars):
+    """``Sub.method`` for a hookable method that ``Sub`` inherits: calls it, and the hooks
+    registered through it run only for instances of ``Sub`` and its subclasses."""
+
+    __slots__ = ("function", "cls")
+    __doc__ = _Forwarded(__doc__ or "", "__doc__")
+    __module__ = _Forwarded(__module__, "__module__")
+
+    def __init__(self, function: HookableFunction, cls: type) -> None:
+        self.function = function
+        self.cls = cls
+
+    def _owner(self) -> HookableFunction:
+        return self.function
+
+    def _target(self) -> _Target:
+        label = f"{self.cls.__qualname__}.{self.function.__name__}"
+        return _Target(self.function._class_hooks, _instances_of(self.cls), label)  # noqa: SLF001
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("function", "cls"):  # not set yet (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.function, name)  # __wrapped__, __name__, __qualname__ ...
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SubclassHookable):
+            return NotImplemented
+        return self.function is other.function and self.cls is other.cls
+
+    def __hash__(self) -> int:
+        return hash((id(self.function), id(self.cls)))
+
+    def __repr__(self) -> str:
+        return f"<hookable {qualified_name(self.function.__wrapped__)} through {self.cls.__qualname__}>"
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, str]]:
+        return getattr, (self.cls, self.function.__name__)
+
+
+def _check_hookable(fn: Any) -> None:
+    """A :class:`ConfigError` for what ``@hookable`` cannot wrap, with the decorator order."""
+    if isinstance(fn, classmethod):
+        raise ConfigError("@hookable cannot wrap a classmethod object: put @classmethod above "
+                          "@hookable (@classmethod, then @hookable, then def ...)")
+    if isinstance(fn, staticmethod):
+        raise ConfigError("HookableFunction cannot wrap a staticmethod object: use @hookable "
+                          "(which keeps it static), or put @staticmethod above @hookable")
+    if not callable(fn):
+        raise ConfigError(f"@hookable needs a function or method, got {ConfigError.brief(fn)}")
+
+
+@overload
+def hookable(fn: staticmethod[Any, Any]) -> staticmethod[Any, Any]: ...  # type: ignore[overload-overlap]
+
+
+@overload
+def hookable(fn: Callable[..., Any]) -> HookableFunction: ...
+
+
+def hookable(fn: Any) -> Any:
     """Make ``fn`` (a function or method, sync or async) accept pre/post/error hooks.
 
     With no hooks registered, a call costs a fraction of a microsecond more
-    than calling ``fn`` directly.
+    than calling ``fn`` directly. Above ``@staticmethod`` it returns a
+    staticmethod of the hookable function (the method stays static).
     """
+    if isinstance(fn, staticmethod):
+        return staticmethod(HookableFunction(fn.__func__))
     return HookableFunction(fn)

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ._callables import check_shape
 from ._instances import InstanceTable
 from .errors import ConfigError
 from .event import Event
@@ -34,6 +35,8 @@ from .priority import PriorityLike
 _MISSING: Any = object()
 #: what ``observe(..., on=...)`` accepts, and the hook signature of each
 ON = ("set", "get", "delete")
+SIGNATURES = {"set": "fn(obj, name, old, new)", "get": "fn(obj, name, value)",
+              "delete": "fn(obj, name, old)"}
 
 
 class _Watchers:
@@ -202,6 +205,16 @@ def _find_observed(cls: type, name: str) -> observed:
     )
 
 
+def _check_observer(fn: Any, when: Any, on: str, label: str) -> None:
+    """A :class:`ConfigError` for an observer (or ``when``) that cannot take ``on``'s arguments."""
+    expected = SIGNATURES[on]
+    count = expected.count(",") + 1
+    check_shape(fn, count, f"observer of {label} (on={on!r})", expected)
+    if callable(when):
+        check_shape(when, count, f"when-predicate of {label} (on={on!r})",
+                    expected.replace("fn(", "when(", 1))
+
+
 def observe(target: Any, name: str, fn: Callable[..., Any], *, on: str = "set",
             priority: PriorityLike = "NORMAL", once: bool = False, every: int = 1,
             when: Callable[..., bool] | None = None) -> HookHandle:
@@ -217,4 +230,5 @@ def observe(target: Any, name: str, fn: Callable[..., Any], *, on: str = "set",
         raise ConfigError.unknown("observe event (on=...)", on, ON)
     cls = target if isinstance(target, type) else type(target)
     descriptor = _find_observed(cls, name)
+    _check_observer(fn, when, on, f"{cls.__qualname__}.{name}")
     return descriptor._add_hook(target, fn, on, priority, once, every, when)  # noqa: SLF001 - its front end

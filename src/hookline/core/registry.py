@@ -119,6 +119,26 @@ def check_call(target: Callable[..., Any], kwargs: Mapping[str, Any], what: str)
         pass
 
 
+#: what :meth:`Registry.register` refuses to hold: plain values, never a class or a builder
+_VALUES = (str, bytes, int, float, complex, bool, list, tuple, dict, set, frozenset)
+
+
+def _names(name: Any) -> list[str]:
+    """``register``'s ``name=``: None (the object's ``__name__``), a str or a list of str."""
+    if name is None:
+        return []
+    if isinstance(name, str):
+        names = [name]
+    elif isinstance(name, Sequence) and all(isinstance(n, str) for n in name):
+        names = list(name)
+    else:
+        raise ConfigError(f"a registry name must be None, a str or a list of str, got "
+                          f"{ConfigError.brief(name)}")
+    if not names or not all(names):
+        raise ConfigError(f"a registry name must be a non-empty str, got {name!r}")
+    return names
+
+
 class Registry:
     """A name -> class/function table that builds objects from config dicts.
 
@@ -215,25 +235,45 @@ class Registry:
                 self._import_errors[module] = str(exc)
 
     # -- registering ------------------------------------------------------------------------
-    def register(self, obj: Any = None, *, name: str | None = None, force: bool = False) -> Any:
-        """Register ``obj`` under ``name`` (default: its ``__name__``) and return it.
+    def register(self, obj: Any = None, *, name: str | Sequence[str] | None = None,
+                 force: bool = False) -> Any:
+        """Register ``obj`` under ``name`` (default: its ``__name__``; a list of names registers
+        it under each) and return it.
 
         Works as ``@REG.register()``, ``@REG.register(name="Alias")``,
         ``@REG.register`` and ``REG.register(obj)``. A name already taken is a
         :class:`ConfigError` unless ``force=True``.
         """
+        if not isinstance(force, bool):
+            raise ConfigError(f"register force must be True or False, got {ConfigError.brief(force)}")
+        names = _names(name)
         if obj is None:
             return lambda target: self.register(target, name=name, force=force)
-        key = name if name is not None else getattr(obj, "__name__", None)
-        if not isinstance(key, str) or not key:
-            raise ConfigError(f"cannot register {obj!r} in {self.name!r}: give it a name=")
-        if key in self._items and not force:
-            raise ConfigError(
-                f"{key!r} is already registered in the {self.name} registry "
-                f"(as {self._items[key]!r}); pass force=True to replace it"
-            )
-        self._items[key] = obj
+        self._check_target(obj)
+        own: Any = getattr(obj, "__name__", None)
+        if not names and not (isinstance(own, str) and own):
+            raise ConfigError(f"cannot register {ConfigError.brief(obj)} in the {self.name} "
+                              "registry: it has no __name__; give it a name=")
+        keys = names or [own]
+        for key in keys:
+            if key in self._items and not force:
+                raise ConfigError(
+                    f"{key!r} is already registered in the {self.name} registry "
+                    f"(as {self._items[key]!r}); pass force=True to replace it"
+                )
+        for key in keys:
+            self._items[key] = obj
         return obj
+
+    def _check_target(self, obj: Any) -> None:
+        """A :class:`ConfigError` for a plain value (a str, a number ...) given as what to
+        register: the mmengine habit ``REG.register("Alias")`` meant ``name="Alias"``."""
+        if isinstance(obj, _VALUES):
+            hint = (f"; to register under a name, write @{self.name.upper()}.register(name={obj!r})"
+                    if isinstance(obj, str) else "")
+            raise ConfigError(f"the {self.name} registry takes classes, functions and other "
+                              f"objects to build or look up, not a {type(obj).__name__} value: "
+                              f"got {ConfigError.brief(obj)}{hint}")
 
     def register_module(self, name: str | Sequence[str] | None = None, force: bool = False,
                         module: Any = None) -> Any:
@@ -310,7 +350,8 @@ class Registry:
         visible += [f"{r.scope}.{key}" for r in self.descendants() for key in r.module_dict]
         error = ConfigError.unknown(f"{self.name} type", name, sorted(set(visible)))
         scope = name.split(".", 1)[0] if isinstance(name, str) and "." in name else None
-        if scope is not None and self.find_scope(scope) is None:
+        dotted_here = any(key.startswith(f"{scope}.") for key in visible) if scope else False
+        if scope is not None and not dotted_here and self.find_scope(scope) is None:
             error = ConfigError(f"{error} (no {self.name} registry of scope {scope!r} is loaded: "
                                 "import the package that makes it first)")
         if self._import_errors:
