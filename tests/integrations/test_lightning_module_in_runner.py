@@ -264,6 +264,6 @@ def test_optimizers_and_lr_schedulers_give_the_runs_own(tmp_path):
     runner.train()
     optimizer, scheduler = module.seen
     assert optimizer is runner.optimizer  # the torch optimizer itself, as hookline steps it
-    assert scheduler is runner.param_schedulers[0][0]
+    assert scheduler is runner.param_schedulers[0]
     assert float(runner.message_hub.latest("train/lr_read")) == pytest.approx(
         optimizer.param_groups[0]["lr"])

@@ -45,6 +45,7 @@ Example::
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -61,7 +62,8 @@ from .registries import OPTIM_WRAPPERS
 from .step import own_method
 
 __all__ = ["ACCEPTED", "WRAPPER_OPTIONS", "EveryN", "build_optimization",
-           "optimization_from_model", "read_optimizers", "wraps_model_optimizers"]
+           "optimization_from_model", "read_optimizers", "scheduler_name",
+           "wraps_model_optimizers"]
 
 #: the return forms of ``configure_optimizers()``, for messages
 ACCEPTED = ("an optimizer; a list or tuple of optimizers; {'optimizer': opt, 'lr_scheduler': "
@@ -272,22 +274,58 @@ def _scheduler_entry(spec: Any, monitor: str | None, optimizers: list[torch.opti
     frequency = conf.get("frequency", 1)
     if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
         raise ConfigError(f"{where}: 'frequency' must be a positive int, got {frequency!r}")
+    name = conf.get("name")
+    if name is not None and not isinstance(name, str):
+        raise ConfigError(f"{where}: 'name' must be a str (what LearningRateMonitor logs the "
+                          f"learning rate as), got {_describe(name)}")
     if conf.get("strict", True) is not True:
         raise ConfigError(f"{where}: 'strict': False is not supported: a ReduceLROnPlateau "
                           "whose monitor is missing is an error in hookline")
     if isinstance(scheduler, ReduceLROnPlateau):
-        name = conf.get("monitor", monitor)
-        if not isinstance(name, str):
+        monitor_name = conf.get("monitor", monitor)
+        if not isinstance(monitor_name, str):
             raise ConfigError(f"{where}: ReduceLROnPlateau needs a monitor, e.g. {{'optimizer': "
                               "opt, 'lr_scheduler': {'scheduler': sched, 'monitor': 'val_loss'}}")
         if interval != "epoch" or frequency != 1:
             raise ConfigError(f"{where}: ReduceLROnPlateau steps after each validation in "
                               "hookline; 'interval': 'step' and 'frequency' are not supported")
-        scheduler.monitor = name  # type: ignore[attr-defined]  # looked up after validation
-        return scheduler, True
+        scheduler.monitor = monitor_name  # type: ignore[attr-defined]  # read after validation
+        return _named(scheduler, name), True
     if frequency > 1:
         scheduler = EveryN(scheduler, frequency)
-    return scheduler, interval == "epoch"
+    return _named(scheduler, name), interval == "epoch"
+
+
+#: the ``"name"`` a scheduler dict of ``configure_optimizers()`` gave, by scheduler (not in its
+#: state dict: a checkpoint holds no more than before)
+_NAMES: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def _named(scheduler: Any, name: str | None) -> Any:
+    if name is not None:
+        _NAMES[scheduler] = name
+    return scheduler
+
+
+def scheduler_name(scheduler: Any) -> str | None:
+    """The ``"name"`` ``configure_optimizers()`` gave ``scheduler`` (Lightning's
+    ``LRSchedulerConfig.name``, what ``LearningRateMonitor`` logs under), or None.
+
+    Example::
+
+        >>> class Net(torch.nn.Linear):
+        ...     def configure_optimizers(self):
+        ...         opt = torch.optim.SGD(self.parameters(), lr=0.1)
+        ...         return {"optimizer": opt, "lr_scheduler": {
+        ...             "scheduler": torch.optim.lr_scheduler.StepLR(opt, 1), "name": "my_lr"}}
+        >>> _, schedulers = optimization_from_model(Net(2, 1))
+        >>> [scheduler_name(s) for s, _ in schedulers]
+        ['my_lr']
+    """
+    try:
+        return _NAMES.get(scheduler)
+    except TypeError:  # not weak-referenceable: never named
+        return None
 
 
 def _describe(value: Any) -> str:

@@ -31,6 +31,7 @@ Example::
 
 from __future__ import annotations
 
+import signal
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -39,6 +40,7 @@ from hookline.core import HookError, HookHandle
 from hookline.engine import distributed
 from hookline.engine.data import loader_length
 from hookline.engine.hook import STAGES, Hook
+from hookline.engine.signals import TrainingInterrupted
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -58,7 +60,9 @@ _SETUP = ("before_train", "before_val", "before_test", "after_run")
 _EPOCH_END = ("before_train_epoch", "after_train_epoch", "after_val", "after_train")
 #: Lightning method -> the Runner stages that call it
 METHOD_STAGES: dict[str, tuple[str, ...]] = {
-    "configure_model": (), "prepare_data": _SETUP, "setup": _SETUP, "teardown": _SETUP,
+    # a checkpoint loaded as a run starts: set up first (after_load_checkpoint)
+    "configure_model": (), "prepare_data": ("after_load_checkpoint", *_SETUP),
+    "setup": ("after_load_checkpoint", *_SETUP), "teardown": _SETUP,
     "on_fit_start": ("before_train",), "on_fit_end": ("after_train",),
     "on_train_start": ("before_train",), "on_train_end": ("after_train",),
     "on_train_epoch_start": ("before_train_epoch",), "on_train_epoch_end": _EPOCH_END,
@@ -76,6 +80,8 @@ METHOD_STAGES: dict[str, tuple[str, ...]] = {
     **{method: ("before_train", "after_train") for method in OPTIMIZER_METHODS},
 }
 _ALWAYS = ("after_train", "after_run", "on_exception")  # releasing the module, the listeners
+#: the run a Runner has in progress (``runner.running``) -> the stage Lightning's setup() gets
+SETUP_STAGES = {"train": "fit", "val": "validate", "test": "test"}
 
 
 class LightningCalls(Hook):
@@ -151,14 +157,18 @@ class LightningCalls(Hook):
         self._module(name, *args)
 
     def _setup(self, runner: Runner, stage: str) -> None:
+        """``prepare_data`` and ``setup(stage)``, once per run: at its first stage, or before
+        the checkpoint it resumes goes in (Lightning sets up, then restores)."""
         if self._stage_name is not None:
             return
         self._stage_name = stage
+        if self.trainer is not None:
+            self.trainer.enter(stage)  # setup sees trainer.state.fn / training as in Lightning
         if self.module is not None and "prepare_data" in self.module.calls.methods:
             if runner.rank == 0:  # Lightning: before the callbacks' setup
                 self.module.calls.call("prepare_data")
             distributed.barrier()
-        self._all("setup", stage)
+        self._all("setup", lightning_stage(stage))
 
     # -- training ------------------------------------------------------------------------------------
     def before_train(self, runner: Runner) -> None:
@@ -169,7 +179,8 @@ class LightningCalls(Hook):
 
     def before_train_epoch(self, runner: Runner) -> None:
         self._epoch_open, self._epoch_after_val = True, False
-        self._all("on_train_epoch_start")
+        if not resumed_mid_epoch(runner):  # Lightning skips it for an epoch it resumes
+            self._all("on_train_epoch_start")
 
     def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         index = batch_in_epoch(runner, batch_idx)
@@ -179,7 +190,7 @@ class LightningCalls(Hook):
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: Any = None) -> None:
-        self._all("on_train_batch_end", detached_loss(outputs), data_batch,
+        self._all("on_train_batch_end", detached_loss(outputs, accumulated(runner)), data_batch,
                   batch_in_epoch(runner, batch_idx))
 
     def after_train_epoch(self, runner: Runner) -> None:
@@ -192,6 +203,8 @@ class LightningCalls(Hook):
     def _end_epoch(self) -> None:
         if self._epoch_open:
             self._epoch_open = self._epoch_after_val = False
+            if self.trainer is not None and self.trainer.log_hook is not None:
+                self.trainer.log_hook.release_epoch_values()  # Lightning's appear now
             self._callbacks("on_train_epoch_end", monitoring=False)
             self._module("on_train_epoch_end")
             self._callbacks("on_train_epoch_end", monitoring=True)
@@ -204,8 +217,9 @@ class LightningCalls(Hook):
         self._all("on_train_end")
         self._all("on_fit_end")
         self._unlisten()
-        if self.module is not None:
-            self.module.close_training()
+        log_hook = self.trainer.log_hook if self.trainer is not None else None
+        if log_hook is not None:
+            log_hook.close_training()
 
     # -- validation and test ----------------------------------------------------------------------
     def before_val(self, runner: Runner) -> None:
@@ -233,7 +247,11 @@ class LightningCalls(Hook):
         self._all("on_validation_epoch_end")  # what the module logs is reported with the epoch
 
     def after_val(self, runner: Runner) -> None:
-        self._all("on_validation_end")
+        if self.trainer is None:
+            self._all("on_validation_end")
+        else:
+            with self.trainer.ending_validation():
+                self._all("on_validation_end")
         if self._epoch_after_val:
             self._end_epoch()
 
@@ -262,12 +280,13 @@ class LightningCalls(Hook):
         if self._stage_name is not None:
             stage, self._stage_name = self._stage_name, None  # the next run sets up again
             if self.module is None:
-                self._all("teardown", stage)
+                self._all("teardown", lightning_stage(stage))
             else:
                 with self.module.attached():  # the module still has its trainer, as in Lightning
-                    self._all("teardown", stage)
-        if self.module is not None:
-            self.module.release()
+                    self._all("teardown", lightning_stage(stage))
+        log_hook = self.trainer.log_hook if self.trainer is not None else None
+        if log_hook is not None:
+            log_hook.release()
 
     def before_save_checkpoint(self, runner: Runner, checkpoint: dict[str, Any]) -> None:
         self._callbacks("on_save_checkpoint", checkpoint)
@@ -276,19 +295,28 @@ class LightningCalls(Hook):
                 self._module("on_save_checkpoint", checkpoint)
 
     def after_load_checkpoint(self, runner: Runner, checkpoint: dict[str, Any]) -> None:
-        if self.module is not None:  # Lightning restores the module first
-            with self.module.attached():
-                self._module("on_load_checkpoint", checkpoint)
-        self._callbacks("on_load_checkpoint", checkpoint)
+        """Lightning's restore order: ``setup`` (when the checkpoint is loaded as a run starts),
+        the module's ``on_load_checkpoint``, the callbacks'; their ``load_state_dict`` follows
+        as the checkpoint is applied."""
+        stage = SETUP_STAGES.get(str(getattr(runner, "running", None)))
+        if self.module is None:
+            if stage is not None:
+                self._setup(runner, stage)
+            self._callbacks("on_load_checkpoint", checkpoint)
+            return
+        with self.module.attached():  # Lightning restores the module first
+            if stage is not None:
+                self._setup(runner, stage)
+            self._module("on_load_checkpoint", checkpoint)
+            self._callbacks("on_load_checkpoint", checkpoint)
 
     def on_exception(self, runner: Runner, exception: BaseException) -> None:
         self._unlisten()
         # the run failed: no teardown (as in Lightning), the next run starts over
         self._stage_name, self._epoch_open, self._epoch_after_val = None, False, False
-        # Lightning passes the exception raised; hookline wraps one raised in a hook in HookError
-        if isinstance(exception, HookError) and exception.__cause__ is not None:
-            exception = exception.__cause__
-        self._callbacks("on_exception", exception)
+        if self.trainer is not None:
+            self.trainer.interrupted = True  # Lightning's status INTERRUPTED, for any failure
+        self._callbacks("on_exception", lightning_exception(exception))
 
     # -- the optimizer wrapper's events ------------------------------------------------------------
     def _listen(self, wrapper: Any) -> None:
@@ -316,6 +344,45 @@ class LightningCalls(Hook):
             handle.remove()
 
 
+def lightning_stage(stage: str) -> Any:
+    """``stage`` as Lightning passes it to ``setup`` / ``teardown``: a ``TrainerFn`` (a str
+    enum, equal to ``"fit"`` ...), or the str itself without Lightning."""
+    try:
+        from lightning.pytorch.trainer.states import TrainerFn  # noqa: PLC0415
+    except ImportError:  # pragma: no cover  (callbacks and modules need Lightning)
+        return stage
+    return TrainerFn(stage)
+
+
+def lightning_exception(exception: BaseException) -> BaseException:
+    """The exception Lightning would pass ``on_exception``: one raised in a hook unwrapped from
+    its ``HookError``; a ``KeyboardInterrupt`` (whose ``__cause__`` is hookline's
+    ``TrainingInterrupted``) for a run Ctrl-C stopped."""
+    if isinstance(exception, HookError) and exception.__cause__ is not None:
+        return exception.__cause__
+    if isinstance(exception, TrainingInterrupted) and exception.signum == signal.SIGINT:
+        interrupt = KeyboardInterrupt(str(exception))
+        interrupt.__cause__ = exception
+        return interrupt
+    return exception
+
+
+def resumed_mid_epoch(runner: Runner) -> bool:
+    """Whether the training epoch starting now resumes one a checkpoint cut (its first
+    batches ran before the resume)."""
+    if runner.by_epoch:
+        return runner.state.batch > 0
+    return runner.iter > 0 and batch_in_epoch(runner, runner.iter) > 0
+
+
+def accumulated(runner: Runner) -> int:
+    """The wrapper's ``accumulative_counts`` (Lightning's ``accumulate_grad_batches``)."""
+    wrapper = runner.optim_wrapper
+    if wrapper is not None and hasattr(wrapper, "values"):  # OptimWrapperDict
+        wrapper = next(iter(wrapper.values()), None)
+    return int(getattr(wrapper, "accumulative_counts", 1) or 1)
+
+
 def batch_in_epoch(runner: Runner, batch_idx: int) -> int:
     """Lightning's ``batch_idx``: the batch within the epoch (a ``max_iters`` run counts
     iterations over the whole run)."""
@@ -327,10 +394,11 @@ def batch_in_epoch(runner: Runner, batch_idx: int) -> int:
     return batch_idx % length if length else batch_idx
 
 
-def detached_loss(outputs: Any) -> Any:
+def detached_loss(outputs: Any, accumulate: int = 1) -> Any:
     """The training step's outputs as Lightning's ``on_train_batch_end`` gets them: ``loss``
     detached from its graph (so ``outputs["loss"].numpy()`` works and a callback keeping it
-    keeps no graph alive); the other entries as they are, as in Lightning.
+    keeps no graph alive) and, under gradient accumulation, divided by ``accumulate`` (the
+    loss Lightning backpropagates); the other entries as they are, as in Lightning.
 
     Example::
 
@@ -338,9 +406,12 @@ def detached_loss(outputs: Any) -> Any:
         >>> loss = (torch.ones(2, requires_grad=True) * 2).sum()
         >>> detached_loss({"loss": loss, "n": 2})["loss"].requires_grad
         False
+        >>> detached_loss({"loss": loss}, accumulate=4)["loss"].item()
+        1.0
     """
     if isinstance(outputs, dict):
         loss = outputs.get("loss")
-        if isinstance(loss, torch.Tensor) and loss.requires_grad:
-            return {**outputs, "loss": loss.detach()}
+        if isinstance(loss, torch.Tensor) and (loss.requires_grad or accumulate != 1):
+            loss = loss.detach()
+            return {**outputs, "loss": loss / accumulate if accumulate != 1 else loss}
     return outputs

@@ -190,9 +190,14 @@ class LightningRunner:
         return optimizers[0] if optimizers else None
 
     @property
-    def param_schedulers(self) -> list[tuple[Any, bool]]:
-        return [(config.scheduler, config.interval == "epoch")
-                for config in getattr(self.trainer, "lr_scheduler_configs", [])]
+    def param_schedulers(self) -> list[Any]:
+        """The trainer's schedulers in MMEngine's shape: each carries ``by_epoch`` (its
+        config's ``interval == "epoch"``)."""
+        schedulers = []
+        for config in getattr(self.trainer, "lr_scheduler_configs", []):
+            config.scheduler.by_epoch = config.interval == "epoch"
+            schedulers.append(config.scheduler)
+        return schedulers
 
     @property
     def grad_scaler(self) -> Any:

@@ -17,7 +17,9 @@ Where a logged value goes:
   ``runner.message_hub`` every step, so ``LoggerHook`` prints its mean at
   each log line and ``metrics.jsonl`` gets it; ``on_epoch=True`` adds the
   epoch's mean as ``train/<name>`` (``<name>_epoch`` if also ``on_step``),
-  published at the epoch's last batch (its log line has it);
+  published at the epoch's last batch (its log line has it), and in
+  ``trainer.callback_metrics`` from the epoch's ``on_train_epoch_end`` on, as in
+  Lightning (the step value until then);
 - in ``validation_step`` / ``test_step`` (default ``on_epoch=True``): the
   epoch's mean (weighted by ``batch_size=``, or the size Lightning infers
   from the batch) becomes a validation / test metric under its name: in the
@@ -91,6 +93,9 @@ class LightningModuleHook(Hook):
         self._metrics: dict[str, Any] | None = None  # the evaluation metrics being reported
         self._prog_bar: set[str] = set()  # names logged with prog_bar=True
         self._unlogged: set[str] = set()  # names logged with logger=False
+        #: a training epoch's values, in the message hub already, that reach the trainer's
+        #: metrics at the epoch's end (:meth:`release_epoch_values`), as in Lightning
+        self._held: list[tuple[LoggedValue, torch.Tensor]] = []
         #: the module's own hook methods (``on_validation_epoch_end`` ...) it overrides
         self.calls = ModuleHooks(module)
 
@@ -214,23 +219,23 @@ class LightningModuleHook(Hook):
     def _publish(self, phase: str, entries: list[LoggedValue] | None = None) -> None:
         """Report epoch values: training ones into the message hub, evaluation ones into
         the metrics of the pass (reduced over ranks: every rank calls this at the same point)."""
+        whole_epoch = entries is None
         if entries is None:
             entries = [v for v in self._values[phase].values() if v.on_epoch]
         results = epoch_results(entries, sync=phase != "train")
         if not results:
             return
-        trainer, hub = self.trainer, self.trainer.runner.message_hub
-        for value, result in results:
-            trainer.callback_metrics[value.name] = trainer.callback_metrics[value.epoch_name] = result
-            if value.name in self._prog_bar:
-                trainer.progress_bar_metrics[value.epoch_name] = result
-            if value.name not in self._unlogged:
-                trainer.logged_metrics[value.epoch_name] = result
+        hub = self.trainer.runner.message_hub
         if phase == "train":
             for value, result in results:
                 hub.remove(f"train/{value.epoch_name}")  # one value an epoch: never averaged
                 hub.update(f"train/{value.epoch_name}", result)
+            if whole_epoch and self.trainer.runner.by_epoch:
+                self._held = results  # the trainer's metrics get them as the epoch ends
+            else:
+                self._to_trainer(results)
             return
+        self._to_trainer(results)
         tensors = [result.detach().double().reshape(()) for _, result in results]
         try:
             floats = torch.stack(tensors).tolist()  # one read-back per evaluation
@@ -240,7 +245,23 @@ class LightningModuleHook(Hook):
         for (value, _), number in zip(results, floats):
             metrics[value.epoch_name] = number
             hub.update(f"{phase}/{value.epoch_name}", number)
-            trainer.module_metrics.add(value.epoch_name)
+            self.trainer.module_metrics.add(value.epoch_name)
+
+    def _to_trainer(self, results: list[tuple[LoggedValue, torch.Tensor]]) -> None:
+        trainer = self.trainer
+        for value, result in results:
+            trainer.callback_metrics[value.name] = trainer.callback_metrics[value.epoch_name] = result
+            if value.name in self._prog_bar:
+                trainer.progress_bar_metrics[value.epoch_name] = result
+            if value.name not in self._unlogged:
+                trainer.logged_metrics[value.epoch_name] = result
+
+    def release_epoch_values(self) -> None:
+        """The training epoch ends (its ``on_train_epoch_end`` is due): its ``on_epoch``
+        values reach ``callback_metrics`` / ``logged_metrics``, as in Lightning (until
+        then those hold the step values)."""
+        held, self._held = self._held, []
+        self._to_trainer(held)
 
     def _reset(self, phase: str) -> None:
         hub = self.trainer.runner.message_hub
@@ -259,6 +280,7 @@ class LightningModuleHook(Hook):
         self._pass_done = False
 
     def before_train_epoch(self, runner: Runner) -> None:
+        self.release_epoch_values()  # where no on_train_epoch_end released them
         self._reset("train")
         self._pass_done = False
         self._in_batch = False
@@ -291,6 +313,7 @@ class LightningModuleHook(Hook):
         self._publish("train")  # again, with what was logged after the last step
 
     def after_train(self, runner: Runner) -> None:
+        self.release_epoch_values()  # where no on_train_epoch_end released them
         self._in_batch = False  # the phase ends after the last methods (close_training)
 
     def before_val(self, runner: Runner) -> None:
@@ -351,6 +374,7 @@ def attach_module(runner: Runner) -> contextlib.AbstractContextManager[None]:
     trainer = LightningTrainer.of(runner, module=runner.model)
     hook = LightningModuleHook(runner.model, trainer)
     runner.register_hook(hook)
+    trainer.log_hook = hook
     trainer.calls.join(hook, module=True)
     return _configured(hook)
 

@@ -11,9 +11,13 @@ as ``Trainer.fit`` calls it, with the run's
 Lightning method                            called at
 ==========================================  ==========================================
 setup(stage) / teardown(stage)              first stage of ``train()`` ("fit"), ``val()``
-                                            ("validate"), ``test()``; ``after_run``
+                                            ("validate"), ``test()``, or the
+                                            ``after_load_checkpoint`` of the checkpoint
+                                            the run resumes (Lightning sets up, then
+                                            restores); ``after_run``
 on_fit_start / on_train_start               ``before_train``
-on_train_epoch_start                        ``before_train_epoch``
+on_train_epoch_start                        ``before_train_epoch`` (not for an epoch
+                                            resumed mid-way, as in Lightning)
 on_train_batch_start(batch, batch_idx)      ``before_train_iter``
 on_train_batch_end(outputs, batch, idx)     ``after_train_iter``
 on_train_epoch_end                          after the epoch *and its validation*
@@ -25,12 +29,17 @@ on_train_end / on_fit_end                   ``after_train``
 on_save_checkpoint / on_load_checkpoint     ``before_save_checkpoint`` /
                                             ``after_load_checkpoint``
 on_exception                                ``on_exception`` (a hook's error unwrapped
-                                            from its ``HookError``)
+                                            from its ``HookError``; a ``KeyboardInterrupt``
+                                            for a Ctrl-C stop)
 on_before_backward ... on_before_zero_grad  the optimizer wrapper's ``before_backward``,
                                             ``after_backward``, ``before_step`` (AMP:
                                             unscaled), ``before_zero_grad`` events
 state_dict / load_state_dict                the hook's state in hookline checkpoints
 ==========================================  ==========================================
+
+The callback's ``log`` / ``log_dict`` are the run's ``pl_module.log`` / ``log_dict``
+(:class:`ModuleMethod`), as Lightning binds them; with a plain torch model, a
+``LightningModuleHook`` records them as a ``LightningModule``'s ``self.log``.
 
 Each method is called on every callback (in registration order; a ``priority``
 given to ``register_hook`` orders the Lightning callbacks among themselves),
@@ -59,6 +68,7 @@ from hookline.engine.hook import Hook
 
 from ._detect import class_named
 from .lightning_calls import METHOD_STAGES
+from .lightning_module import LightningModuleHook
 from .lightning_trainer import LightningTrainer
 
 if TYPE_CHECKING:
@@ -122,6 +132,24 @@ def check_lightning_callback(callback: Any) -> None:
                               f"Runner: {why}")
 
 
+class ModuleMethod:
+    """``callback.log`` / ``callback.log_dict``: the run's ``pl_module.log`` / ``log_dict``,
+    looked up at each call (Lightning binds ``callback.log = lightning_module.log``)."""
+
+    def __init__(self, trainer: LightningTrainer, name: str) -> None:
+        self.trainer = trainer
+        self.name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.trainer.lightning_module, self.name)(*args, **kwargs)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ModuleMethod:
+        return self  # a copy of the callback logs into the same run
+
+    def __repr__(self) -> str:
+        return f"<pl_module.{self.name} of the hookline run>"
+
+
 class LightningCallbackHook(Hook):
     """One Lightning callback of a Runner: its state in checkpoints, and its methods, which the
     run's :class:`~.lightning_calls.LightningCalls` calls (see the module docstring)."""
@@ -140,8 +168,14 @@ class LightningCallbackHook(Hook):
                               for name in ("EarlyStopping", "Checkpoint"))
         self.methods = lightning_methods(callback)
         self.trainer = LightningTrainer.of(runner)
+        if self.trainer.log_hook is None:  # a plain model: pl_module.log records as a module's
+            self.trainer.log_hook = LightningModuleHook(self.trainer.lightning_module,
+                                                        self.trainer)
+            runner.register_hook(self.trainer.log_hook)
         self.trainer.callbacks.append(callback)
         self.trainer.calls.join(self)
+        for name in ("log", "log_dict"):  # Lightning: callback.log = lightning_module.log
+            setattr(callback, name, ModuleMethod(self.trainer, name))
 
     @property
     def state_key(self) -> str:

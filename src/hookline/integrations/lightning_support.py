@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from hookline.core import ConfigError
+
 if TYPE_CHECKING:
     from .lightning_trainer import LightningTrainer
 
@@ -86,11 +88,42 @@ class RunLogger:
     def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
         return None
 
+    @property
+    def experiment(self) -> Any:
+        """The run's TensorBoard ``SummaryWriter`` (what Lightning's ``TensorBoardLogger``
+        gives): the writer of the Runner's ``TensorboardLoggerHook``, or of its visualizer's
+        ``TensorboardVisBackend``; a writer that writes nothing on ranks other than 0."""
+        runner = self.trainer.runner
+        for hook in runner.hooks.hooks:
+            if type(hook).__name__ == "TensorboardLoggerHook":
+                writer = hook._writer(runner)  # noqa: SLF001  (its lazy maker: main process only)
+                return writer if writer is not None else _NoWriter()
+        backend = runner.visualizer.get_backend("TensorboardVisBackend")
+        if backend is not None:
+            return backend.experiment if runner.is_main_process else _NoWriter()
+        raise AttributeError(
+            "trainer.logger.experiment (a TensorBoard SummaryWriter) needs TensorBoard in the "
+            "hookline run: add hookline's TensorboardLoggerHook to the Runner's hooks "
+            "({'type': 'TensorboardLoggerHook'}), and trainer.logger.experiment is its writer. "
+            "Without it, log scalars with trainer.logger.log_metrics({...}, step) or "
+            "pl_module.log(...) (they reach runner.visualizer: vis_data/scalars.json). "
+            "trainer.logger has: name, version, save_dir, log_dir, log_metrics, "
+            "log_hyperparams, save, finalize")
+
     def save(self) -> None:
         return None
 
     def finalize(self, status: str) -> None:
         return None
+
+
+class _NoWriter:
+    """A ``SummaryWriter`` of a rank that does not write (Lightning's ``DummyExperiment``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        def nothing(*args: Any, **kwargs: Any) -> None:
+            return None
+        return nothing
 
 
 def make_module(runner: Any, trainer: LightningTrainer) -> Any:
@@ -126,16 +159,12 @@ def make_module(runner: Any, trainer: LightningTrainer) -> Any:
             device: torch.device = runner.device
             return device
 
-        def log(self, name: str, value: Any, *args: Any,  # type: ignore[override]
-                **kwargs: Any) -> None:
-            value = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
-            trainer.callback_metrics[name] = value.detach()
-            trainer.logged_metrics[name] = value.detach()
-
-        def log_dict(self, dictionary: Mapping[str, Any], *args: Any,  # type: ignore[override]
-                     **kwargs: Any) -> None:
-            for name, value in dictionary.items():
-                self.log(name, value)
+        def log(self, name: str, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+            """While the run holds the module, ``log`` is the run's (as a LightningModule's
+            ``self.log``: ``LightningModuleHook``); this is called outside it."""
+            raise ConfigError(f"pl_module.log({name!r}, ...) was called outside a training, "
+                              "validation or test stage of the hookline run (Lightning refuses "
+                              "it there too)")
 
         def __getattr__(self, name: str) -> Any:
             try:

@@ -5,7 +5,8 @@ Lightning callback, priority ``HIGHEST``) that is also the ``trainer`` every
 Lightning callback of the run gets. It keeps what Lightning's own callbacks
 read up to date:
 
-- ``current_epoch`` / ``global_step`` (``runner.epoch`` / ``runner.iter``),
+- ``current_epoch`` / ``global_step`` (``runner.epoch`` / the optimizer steps, counted
+  as they happen and kept in checkpoints),
   ``max_epochs``, ``max_steps`` (``max_iters`` in iteration-based runs, else
   -1), ``estimated_stepping_batches``, ``num_training_batches``
   (``float("inf")`` for a loader without a length, as in Lightning);
@@ -22,7 +23,8 @@ read up to date:
 - ``is_global_zero``, ``world_size``, ``global_rank``, ``log_dir`` /
   ``default_root_dir`` (``work_dir``), ``strategy`` (``root_device``,
   ``broadcast``, ``reduce_boolean_decision``), ``loggers`` (one logger
-  writing to ``runner.visualizer``), ``state.fn`` / ``state.stage``,
+  writing to ``runner.visualizer``; its ``experiment`` is a ``TensorboardLoggerHook``'s
+  writer), ``state.fn`` / ``state.stage``, ``interrupted`` (in ``on_exception``),
   ``training`` / ``validating`` / ``testing``, ``sanity_checking`` (False);
 - ``train_dataloader``, ``val_dataloaders``, ``precision``,
   ``checkpoint_callback``, ``early_stopping_callback``, ``ckpt_path``,
@@ -49,14 +51,17 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from hookline.engine.configure_optimizers import scheduler_name
 from hookline.engine.data import loader_length
 from hookline.engine.hook import Hook
+from hookline.engine.schedulers_per_optimizer import scheduler_pairs
 
 from .lightning_calls import OPTIMIZER_METHODS, LightningCalls
 from .lightning_support import RunLogger, State, Strategy, make_module
@@ -66,6 +71,15 @@ if TYPE_CHECKING:
     from hookline.engine.runner import Runner
 
 __all__ = ["OPTIMIZER_METHODS", "LightningTrainer"]
+
+def stepped(wrapper: Any) -> bool:
+    """Whether the optimizer stepped in the iteration that just ran (the end of an
+    accumulation group; every iteration without accumulation). Reads Python counters only."""
+    if wrapper is not None and hasattr(wrapper, "values"):  # OptimWrapperDict: the first
+        wrapper = next(iter(wrapper.values()), None)
+    should_update = getattr(wrapper, "should_update", None)
+    return True if should_update is None else bool(should_update())
+
 
 def _batches(loader: Any, none: int | float = math.inf) -> int | float:
     """``len(loader)``; ``float("inf")`` for a loader without a length (as Lightning counts
@@ -109,6 +123,12 @@ class LightningTrainer(TrainerAttributes, Hook):
         #: the validation / test metrics a LightningModule logged itself (``self.log``): in
         #: ``callback_metrics`` under their own names, not again as ``val_<name>``
         self.module_metrics: set[str] = set()
+        #: optimizer steps done (``global_step``), counted as they happen; None until a
+        #: training run starts (then derived from the position) or a checkpoint restores it
+        self._steps: int | None = None
+        #: the LightningModuleHook that records ``pl_module.log`` (the LightningModule's, or
+        #: the one of the module around a plain model)
+        self.log_hook: Any = None
 
     @classmethod
     def of(cls, runner: Runner, module: Any = None) -> LightningTrainer:
@@ -149,11 +169,16 @@ class LightningTrainer(TrainerAttributes, Hook):
 
     @property
     def global_step(self) -> int:
-        """Lightning's: optimizer steps done. ``runner.iter`` counts an iteration once its
-        ``after_train_iter`` hooks are over; here it counts as soon as its step is (so
-        ``on_train_batch_end`` sees it counted, as in Lightning). Under gradient
-        accumulation it counts the groups that stepped: per epoch ``ceil(batches / N)``
-        (the groups end with each epoch), or ``iterations // N`` in an iteration-based run."""
+        """Lightning's: optimizer steps done, counted as each iteration's step is over (so
+        ``on_train_batch_end`` sees it counted, as in Lightning) and kept in the run's
+        checkpoints, so that it stays exact when ``accumulate_grad_batches`` changes
+        (``GradientAccumulationScheduler``) and across a resume."""
+        return self._derived_steps() if self._steps is None else self._steps
+
+    def _derived_steps(self) -> int:
+        """Optimizer steps done, from the run's position, as if the current accumulation had
+        held from the start: per epoch ``ceil(batches / N)`` groups (they end with each
+        epoch), or ``iterations // N`` in an iteration-based run."""
         done = int(self.runner.state.resume_point[2])
         counts = int(getattr(self.runner.optim_wrapper, "accumulative_counts", 1) or 1)
         if counts == 1:
@@ -195,11 +220,14 @@ class LightningTrainer(TrainerAttributes, Hook):
 
     @property
     def lr_scheduler_configs(self) -> list[Any]:
+        """The run's schedulers as Lightning's ``LRSchedulerConfig`` s, with the ``name``
+        ``configure_optimizers()`` gave (``LearningRateMonitor`` logs under it)."""
         from lightning.pytorch.utilities.types import LRSchedulerConfig  # noqa: PLC0415
-        return [LRSchedulerConfig(scheduler, interval="epoch" if by_epoch else "step",
+        return [LRSchedulerConfig(scheduler, name=scheduler_name(scheduler),
+                                  interval="epoch" if by_epoch else "step",
                                   reduce_on_plateau=isinstance(
                                       scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau))
-                for scheduler, by_epoch in self.runner.param_schedulers]
+                for scheduler, by_epoch in scheduler_pairs(self.runner.param_schedulers)]
 
     @property
     def accumulate_grad_batches(self) -> int:
@@ -285,9 +313,36 @@ class LightningTrainer(TrainerAttributes, Hook):
         self.training, self.validating, self.testing = (stage == "train", stage == "validate",
                                                         stage == "test")
 
+    def enter(self, stage: str) -> None:
+        """A run's ``setup(stage)`` is due (``"fit"``, ``"validate"``, ``"test"``): the state
+        Lightning has from there on."""
+        self._mode(stage, {"fit": "train"}.get(stage, stage))
+
+    @contextlib.contextmanager
+    def ending_validation(self) -> Iterator[None]:
+        """Still validating (``on_validation_end``, as in Lightning) though the Runner's
+        validation is over; fitting again afterwards."""
+        if self.state.fn != "fit":
+            yield
+            return
+        self._mode("fit", "validate")
+        try:
+            yield
+        finally:
+            self._mode("fit", "train")
+
+    # -- state in hookline checkpoints: the optimizer steps counted -------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {} if self._steps is None else {"global_step": self._steps}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        steps = state.get("global_step")
+        self._steps = None if steps is None else int(steps)
+
     def before_run(self, runner: Runner) -> None:
         """A new ``train()`` / ``val()`` / ``test()``: the metrics start empty, as Lightning
-        resets them at every ``fit`` / ``validate`` / ``test``."""
+        resets them at every ``fit`` / ``validate`` / ``test``; not interrupted."""
+        self.interrupted = False
         self.callback_metrics.clear()
         self.logged_metrics.clear()
         self.progress_bar_metrics.clear()
@@ -297,6 +352,8 @@ class LightningTrainer(TrainerAttributes, Hook):
 
     def before_train(self, runner: Runner) -> None:
         self._mode("fit", "train")
+        if self._steps is None:  # a fresh run (0), or a checkpoint without the count
+            self._steps = self._derived_steps()
         self._finishing = None
         self._epoch_batches = _batches(runner.train_dataloader)
 
@@ -328,19 +385,22 @@ class LightningTrainer(TrainerAttributes, Hook):
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: Any = None) -> None:
+        if self._steps is not None and stepped(runner.optim_wrapper):
+            self._steps += 1
         if isinstance(outputs, Mapping):
             for key, value in outputs.items():
                 if isinstance(value, torch.Tensor) and value.numel() == 1:
                     self.callback_metrics[key] = value.detach().reshape(())
 
     def before_val(self, runner: Runner) -> None:
-        self._mode("fit" if self.training else "validate", "validate")
+        self._mode("fit" if getattr(runner, "running", None) == "train" else "validate",
+                   "validate")
 
     def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         self._metrics("val", metrics)
 
     def after_val(self, runner: Runner) -> None:
-        if self.state.fn == "fit":
+        if self.state.fn == "fit":  # LightningCalls' on_validation_end sees it validating still
             self._mode("fit", "train")
 
     def before_test(self, runner: Runner) -> None:
@@ -352,8 +412,7 @@ class LightningTrainer(TrainerAttributes, Hook):
     def after_train(self, runner: Runner) -> None:
         self._validate_cut_epoch(runner)  # first of the run's after_train hooks (HIGHEST)
         self._epoch_first_iter = None
-        self._finishing = None
-        self.training = False
+        self._finishing = None  # still training: on_train_end ... teardown, as in Lightning
 
     def count_cut_epoch(self) -> None:
         """The epoch ``should_stop`` cut short has had its ``on_train_epoch_end``: from here on

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..rng import get_rng_state, set_rng_state
+from ..schedulers_per_optimizer import load_scheduler_state, scheduler_pairs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..hook import Hook
@@ -66,6 +67,17 @@ def cpu_copy(obj: Any) -> Any:
     return copy.deepcopy(obj)
 
 
+def _hook_state(hook: Hook) -> Any:
+    """A CPU copy of ``hook.state_dict()``; None where the hook cannot give its state yet (a
+    Lightning callback whose ``state_dict()`` reads what its ``setup()`` creates): the state
+    the checkpoint brings replaces nothing then, so there is nothing to put back."""
+    try:
+        state = hook.state_dict()
+    except Exception:  # the hook's own code: its load_state_dict decides
+        return None
+    return cpu_copy(state)
+
+
 class Undo:
     """Records what applying a checkpoint to ``runner`` may change; :meth:`restore` puts it back.
 
@@ -80,9 +92,10 @@ class Undo:
         self._optimizer = wrapper.state_dict() if wrapper is not None else None
         scaler = getattr(runner, "grad_scaler", None)
         self._scaler = scaler.state_dict() if scaler is not None else None
-        self._schedulers = [copy.deepcopy(s.state_dict()) for s, _ in runner.param_schedulers]
+        self._schedulers = [copy.deepcopy(s.state_dict())
+                            for s, _ in scheduler_pairs(runner.param_schedulers)]
         self._grads = [(p, p.grad) for p in runner.model.parameters()]
-        self._hooks = {key: (hook, cpu_copy(hook.state_dict())) for key, hook in hooks.items()}
+        self._hooks = {key: (hook, _hook_state(hook)) for key, hook in hooks.items()}
         self._rng = get_rng_state()
 
     def restore(self) -> None:
@@ -93,8 +106,9 @@ class Undo:
             wrapper.load_state_dict(self._optimizer)
         if scaler is not None and self._scaler is not None:
             scaler.load_state_dict(self._scaler)
-        for (scheduler, _), state in zip(runner.param_schedulers, self._schedulers):
-            scheduler.load_state_dict(state)
+        for (scheduler, by_epoch), state in zip(scheduler_pairs(runner.param_schedulers),
+                                                self._schedulers):
+            load_scheduler_state(scheduler, by_epoch, state)
         for param, grad in self._grads:
             param.grad = grad
         for hook, state in self._hooks.values():
