@@ -68,7 +68,7 @@ def copy_run(trained, tmp_path) -> Path:
 def snapshot(runner) -> dict:
     return {"model": {k: v.clone() for k, v in runner.model.state_dict().items()},
             "optimizer": runner.optimizer.state_dict(),
-            "schedulers": [s.state_dict() for s, _ in runner.param_schedulers],
+            "schedulers": [s.state_dict() for s in runner.param_schedulers],
             "rng": torch.get_rng_state(), "python_rng": get_rng_state()["python"]["internal"],
             "counter": next(h for h in runner.hooks.hooks if isinstance(h, Counter)).count,
             "position": runner.state.resume_point,

@@ -146,8 +146,9 @@ def test_val_and_test_loaders_without_a_length_run_standalone(tmp_path):
     assert set(runner.val()) == {"loss", "acc"} and runner.val_loop.num_batches == 3
     runner.test()
     assert runner.test_loop.num_batches == 3
-    assert [line.split("  ")[0] for line in log_lines(tmp_path, "Iter(")] == [
-        "Iter(val) [3]", "Iter(test) [3]"]
+    # MMEngine's LogProcessor: epoch 0 before any training; a test names no epoch
+    assert [line.split("  ")[0] for line in log_lines(tmp_path, "Epoch(")] == [
+        "Epoch(val) [0][3]", "Epoch(test) [3]"]
 
 
 # -- max_iters: the iterator restarts when exhausted ------------------------------------------
@@ -219,7 +220,7 @@ def test_a_scheduler_length_that_needs_the_epoch_length_is_a_config_error(tmp_pa
     make(tmp_path, max_epochs=2, param_scheduler={"type": "CosineAnnealingLR"}).train()
     runner = make(tmp_path / "iters", max_iters=6,
                   param_scheduler={"type": "CosineAnnealingLR", "by_epoch": False})
-    assert runner.param_schedulers[0][0].T_max == 6
+    assert runner.param_schedulers[0].T_max == 6
     runner.train()
 
 

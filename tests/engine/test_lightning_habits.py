@@ -169,7 +169,7 @@ def test_every_lightning_return_form_gives_the_optimizer_and_schedulers(tmp_path
     model = LitNet(build)
     runner = runner_for(model, tmp_path)
     assert type(runner.optimizer) is torch.optim.SGD
-    assert [flag for _, flag in runner.param_schedulers] == by_epoch
+    assert [s.by_epoch for s in runner.param_schedulers] == by_epoch
     runner.train()
     assert runner.iter == 2 * BATCHES
 
@@ -190,7 +190,7 @@ def test_schedulers_step_per_epoch_by_default_or_per_step(tmp_path, interval, fr
     runner = runner_for(LitNet(optim), tmp_path, max_epochs=3, hooks=[log])
     runner.train()
     assert log.lrs == pytest.approx(expected)
-    assert isinstance(runner.param_schedulers[0][0], EveryN) == (frequency > 1)
+    assert isinstance(runner.param_schedulers[0], EveryN) == (frequency > 1)
 
 
 def test_reduce_lr_on_plateau_monitors_the_validation_metric_lightning_names_val_loss(tmp_path):
@@ -205,7 +205,7 @@ def test_reduce_lr_on_plateau_monitors_the_validation_metric_lightning_names_val
 
     runner = runner_for(Plateau(optim), tmp_path, max_epochs=3,
                         val_dataloader=DataLoader(data(8), batch_size=4))
-    plateau = runner.param_schedulers[0][0]
+    plateau = runner.param_schedulers[0]
     assert plateau.monitor == "val_loss"  # read as the metric "loss" once validation gave no val_loss
     runner.train()
     assert runner.optimizer.param_groups[0]["lr"] == pytest.approx(0.25)  # epochs 2 and 3
@@ -233,8 +233,8 @@ def test_resume_restores_the_optimizer_and_the_scheduler_exactly(tmp_path):
     assert ran == [8, 9, 10, 11] and resumed.iter == reference.iter == 3 * BATCHES
     for a, b in zip(resumed.model.parameters(), reference.model.parameters()):
         assert torch.equal(a, b)
-    assert resumed.param_schedulers[0][0].state_dict() == \
-        reference.param_schedulers[0][0].state_dict()
+    assert resumed.param_schedulers[0].state_dict() == \
+        reference.param_schedulers[0].state_dict()
     assert resumed.optimizer.param_groups[0]["lr"] == reference.optimizer.param_groups[0]["lr"]
 
 

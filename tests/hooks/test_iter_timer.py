@@ -72,10 +72,13 @@ def test_time_and_data_time_per_iteration(tmp_path: Path) -> None:
 def test_values_are_host_floats_and_the_timer_keeps_no_state() -> None:
     hook = HOOKS.build({"type": "IterTimerHook"})
     assert hook.triggered_stages() == [
-        "before_train_epoch", "before_train_iter", "after_train_iter", "before_val_epoch",
+        "before_train", "before_train_epoch", "before_train_iter", "after_train_iter", "before_val_epoch",
         "before_val_iter", "after_val_iter", "before_test_epoch", "before_test_iter",
         "after_test_iter"]
     assert hook.state_dict() == {}
+    # MMEngine's state names, which its subclasses (mmagic's IterTimerHook) read and write
+    assert (hook.start_iter, hook.time_sec_tot, hook.time_sec_test_val) == (0, 0.0, 0.0)
+    assert isinstance(hook.t, float)
 
 
 def test_recorded_values_are_plain_floats(tmp_path: Path, monkeypatch) -> None:

@@ -68,7 +68,7 @@ def test_cosine_without_t_max_anneals_over_the_whole_run(tmp_path, epochs):
     record = Record()
     runner = make_runner(tmp_path, {"type": "CosineAnnealingLR", "eta_min": 0.01, "by_epoch": False},
                          hooks=[record], max_epochs=epochs)
-    assert runner.param_schedulers[0][0].T_max == 8 * epochs
+    assert runner.param_schedulers[0].T_max == 8 * epochs
     runner.train()
     assert record.lrs == pytest.approx(hand(lambda o: ts.CosineAnnealingLR(o, T_max=8 * epochs,
                                                                            eta_min=0.01), 8 * epochs))
@@ -82,9 +82,9 @@ def test_by_epoch_lengths_count_epochs_also_in_an_iteration_based_run(tmp_path):
     iters = make_runner(tmp_path / "i", {"type": "CosineAnnealingLR", "T_max": "run"}, max_iters=20)
     per_iter = make_runner(tmp_path / "p", {"type": "CosineAnnealingLR", "by_epoch": False},
                            max_iters=20)
-    assert epochs.param_schedulers[0][0].T_max == 5
-    assert iters.param_schedulers[0][0].T_max == 2  # 20 iterations of 8: two whole epochs
-    assert per_iter.param_schedulers[0][0].T_max == 20
+    assert epochs.param_schedulers[0].T_max == 5
+    assert iters.param_schedulers[0].T_max == 2  # 20 iterations of 8: two whole epochs
+    assert per_iter.param_schedulers[0].T_max == 20
 
 
 def test_run_counts_optimizer_steps_under_gradient_accumulation(tmp_path):
@@ -92,9 +92,9 @@ def test_run_counts_optimizer_steps_under_gradient_accumulation(tmp_path):
     record = Record()
     runner = make_runner(tmp_path, {"type": "CosineAnnealingLR", "by_epoch": False},
                          optim_wrapper=wrapper, hooks=[record], max_epochs=2)
-    assert runner.param_schedulers[0][0].T_max == 6  # groups of 3, 3, 2 per epoch
+    assert runner.param_schedulers[0].T_max == 6  # groups of 3, 3, 2 per epoch
     runner.train()
-    assert runner.param_schedulers[0][0].last_epoch == 6
+    assert runner.param_schedulers[0].last_epoch == 6
     assert runner.optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
 
 
@@ -106,7 +106,7 @@ def test_run_value_on_linear_and_onecycle_and_sequential_children(tmp_path):
             {"type": "LinearLR", "start_factor": 0.1, "total_iters": "run"},
             {"type": "CosineAnnealingLR"}]},
         {"type": "LinearLR", "start_factor": 0.5}], max_epochs=3)
-    linear, onecycle, sequential, default = (s for s, _ in runner.param_schedulers)
+    linear, onecycle, sequential, default = runner.param_schedulers
     assert linear.total_iters == 24 and onecycle.total_steps == 24
     assert default.total_iters == 5  # left out: torch's default, not the run
     # the sequence's children: 4 warm-up steps, then the cosine over the remaining 20
@@ -120,7 +120,7 @@ def test_omitted_length_without_a_training_run_is_a_placeholder(tmp_path):
     runner = Runner(torch.nn.Linear(4, 2), optimizer={"type": "SGD", "lr": 0.1},
                     param_scheduler={"type": "CosineAnnealingLR"}, work_dir=tmp_path,
                     default_hooks=QUIET)
-    assert runner.train_loop is None and runner.param_schedulers[0][0].T_max >= 1
+    assert runner.train_loop is None and runner.param_schedulers[0].T_max >= 1
 
 
 @pytest.mark.parametrize(("spec", "words"), [
@@ -199,9 +199,9 @@ def test_resuming_a_longer_run_keeps_the_checkpoint_schedule_and_says_so(tmp_pat
     assert warnings_in(first) == []
     longer = make_runner(tmp_path, {"type": "CosineAnnealingLR", "by_epoch": False},
                          default_hooks=hooks, max_epochs=4, resume="auto")
-    assert longer.param_schedulers[0][0].T_max == 32  # built for the longer run ...
+    assert longer.param_schedulers[0].T_max == 32  # built for the longer run ...
     longer.train()
-    assert longer.param_schedulers[0][0].T_max == 16  # ... the checkpoint's schedule resumed
+    assert longer.param_schedulers[0].T_max == 16  # ... the checkpoint's schedule resumed
     assert any("T_max is 16 but the run steps it 32 times" in w for w in warnings_in(longer))
 
 
@@ -224,7 +224,8 @@ def test_onecycle_resumed_into_a_longer_run_is_an_error_before_it_trains(tmp_pat
 def test_the_demo_schedule_follows_max_epochs(tmp_path, epochs, t_max):
     runner = build_runner(demo_config_path(), work_dir=tmp_path,
                           overrides=[f"max_epochs={epochs}", "num_threads=null"])
-    (scheduler, by_epoch), = runner.param_schedulers
+    scheduler, = runner.param_schedulers
+    by_epoch = scheduler.by_epoch
     assert type(scheduler).__name__ == "CosineAnnealingLR" and not by_epoch
     assert scheduler.T_max == t_max  # 45 batches per epoch
     saved = (tmp_path / "config.yaml").read_text()

@@ -58,7 +58,6 @@ MODULES: dict[str, str] = {
                         "a config dict)",
     "mmengine.evaluator": "metrics are the Runner's metrics= (callables or torchmetrics; "
                           "docs/engine.md)",
-    "mmcv.transforms": "data transforms belong to the task's data pipeline",
     "mmcv.ops": "operators are not hook API (a hook that needs them needs mmcv itself)",
     "mmcv.cnn": "layers and weight initialisers are not hook API (use torch.nn)",
 }

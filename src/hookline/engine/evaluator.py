@@ -74,10 +74,24 @@ def _is_torchmetric(metric: Any) -> bool:
 
 
 class Evaluator:
-    """Accumulates one epoch of step outputs and turns them into metrics."""
+    """Accumulates one epoch of step outputs and turns them into metrics.
+
+    ``metrics`` is MMEngine's: the list of metric objects, in the order given
+    (a hook may set a flag on ``runner.val_evaluator.metrics[0]``);
+    ``named_metrics`` maps each name to its metric.
+
+    Example::
+
+        >>> evaluator = Evaluator({"acc": accuracy, "mse": mse})
+        >>> evaluator.metrics[0] is accuracy, list(evaluator.named_metrics)
+        (True, ['acc', 'mse'])
+    """
 
     def __init__(self, metrics: Mapping[str, Any]) -> None:
-        self.metrics = dict(metrics)
+        #: name -> metric callable or torchmetrics metric
+        self.named_metrics: dict[str, Any] = dict(metrics)
+        #: the metrics as MMEngine's ``Evaluator.metrics`` lists them
+        self.metrics: list[Any] = list(self.named_metrics.values())
         self.reset()
 
     def reset(self) -> None:
@@ -87,7 +101,7 @@ class Evaluator:
         self._count = 0
         #: data samples of steps that return lists (MMEngine's ``val_step``)
         self._samples: list[Any] = []
-        for metric in self.metrics.values():
+        for metric in self.metrics:
             if _is_torchmetric(metric):
                 metric.reset()
 
@@ -116,13 +130,13 @@ class Evaluator:
             total = value.detach().double().reshape(()) * size
             self._sums[key] = self._sums[key] + total if key in self._sums else total
         self._count += size
-        if preds is None or targets is None or not self.metrics:
+        if preds is None or targets is None or not self.named_metrics:
             return
-        for metric in self.metrics.values():
+        for metric in self.metrics:
             if _is_torchmetric(metric):
                 metric.to(preds.device)
                 metric.update(preds, targets)
-        if any(not _is_torchmetric(m) for m in self.metrics.values()):
+        if any(not _is_torchmetric(m) for m in self.metrics):
             self._preds.append(preds.detach())
             self._targets.append(targets.detach())
 
@@ -167,7 +181,7 @@ class Evaluator:
         if layout is not None:
             preds = distributed.all_gather_interleave(_cat_or_empty(self._preds, *layout[0]))
             targets = distributed.all_gather_interleave(_cat_or_empty(self._targets, *layout[1]))
-        for name, metric in self.metrics.items():
+        for name, metric in self.named_metrics.items():
             if _is_torchmetric(metric):
                 value = metric.compute()
             elif preds is not None and targets is not None:  # both gathered, or neither
@@ -184,7 +198,7 @@ class Evaluator:
     def _compute_on_samples(self) -> dict[str, float]:
         samples = distributed.interleave(distributed.all_gather_object(self._samples))
         results: dict[str, float] = {}
-        for name, metric in self.metrics.items():
+        for name, metric in self.named_metrics.items():
             if _is_torchmetric(metric):
                 raise ConfigError(f"metric {name!r} is a torchmetrics metric, but the step returns "
                                   f"data samples: give a callable(samples) instead")

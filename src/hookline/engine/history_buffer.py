@@ -18,6 +18,8 @@ Example::
 from __future__ import annotations
 
 import math
+import warnings
+from array import array
 from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -87,31 +89,80 @@ class ScalarWindow(NamedTuple):
         ]).mean().item())
 
 
+#: how many plain-number records (``train/time``, floats a hook records) a key keeps for
+#: MMEngine's statistics (MMEngine keeps 1,000,000): 8 bytes each, so at most ~1.6 MB a key
+LONG_HISTORY = 100_000
+
+
 class HistoryBuffer:
     """The recorded values of one key (newest last) and their counts.
 
     ``mean(window)`` is MMEngine's ``sum(values * counts) / sum(counts)`` over
-    the last ``window`` records; the hub keeps its ``window`` newest records
-    per key (loggers raise it to their interval), so a longer window means
-    all that is kept.
+    the last ``window`` records. The hub keeps its ``window`` newest records
+    per key as they came (device tensors unread; loggers raise it to their
+    interval). A key recorded as plain numbers, one sample each (the timer's
+    ``train/time``), also keeps its last :data:`LONG_HISTORY` values as floats,
+    so MMEngine's statistics (``mean(len(loader) - 50)``, ``data``, ``len``)
+    see that much history; for tensor values they see the hub's window, and a
+    window asking for more than is kept, of more that were recorded, warns once.
     """
 
     _statistics: dict[str, Callable[..., Any]] = {}
 
-    def __init__(self, values: deque[Any], counts: deque[int] | None = None) -> None:
+    def __init__(self, values: deque[Any], counts: deque[int] | None = None,
+                 key: str = "") -> None:
         self._values = values
         self._counts = counts
+        self._key = key
+        self._seen = len(values)
+        self._long: array[float] | None = None
+        if counts is None and not any(isinstance(v, torch.Tensor) for v in values):
+            self._long = array("d", (float(v) for v in values))
+        self._warned = False
 
     def update(self, value: Any, count: int = 1) -> None:
         """Record one more value (``count`` samples it stands for)."""
+        self._seen += 1
+        long = self._long
         if isinstance(value, torch.Tensor):
             value = value.detach()
+            self._long = None
+        elif long is not None:
+            if type(value) is float and count == 1 and len(long) < 2 * LONG_HISTORY:
+                long.append(value)  # the timer's values: the cheap path
+            else:
+                self._keep_long(value, count)
         self._values.append(value)
         if self._counts is not None:
             self._counts.append(count)
         elif count != 1:
             self._counts = deque([1] * (len(self._values) - 1) + [count],
                                  maxlen=self._values.maxlen)
+
+    def _keep_long(self, value: Any, count: int) -> None:
+        """Append a number to the long history (dropping the older half past twice its length:
+        amortised O(1)); a weighted or non-number record ends it."""
+        long = self._long
+        assert long is not None
+        if count != 1:
+            self._long = None
+            return
+        try:
+            long.append(value)
+        except TypeError:
+            self._long = None
+            return
+        if len(long) >= 2 * LONG_HISTORY:
+            del long[:-LONG_HISTORY]
+
+    def _history(self, count: int | None = None) -> list[float] | None:
+        """The last ``count`` (at most :data:`LONG_HISTORY`) values of the long history, None
+        where there is none or the hub's window holds it all."""
+        long = self._long
+        if long is None or len(long) <= len(self._values):
+            return None
+        count = LONG_HISTORY if count is None else min(count, LONG_HISTORY)
+        return long[-count:].tolist()
 
     @property
     def weighted(self) -> bool:
@@ -133,19 +184,40 @@ class HistoryBuffer:
 
     @property
     def data(self) -> tuple[list[float], list[int]]:
-        """``(values, counts)`` as Python lists (MMEngine returns numpy arrays)."""
+        """``(values, counts)`` as Python lists (MMEngine returns numpy arrays): the long
+        history of a plain-number key, else the hub's window."""
+        history = self._history()
+        if history is not None:
+            return history, [1] * len(history)
         counts = list(self._counts) if self._counts is not None else [1] * len(self._values)
         return _floats(list(self._values)), counts
 
     def _window(self, window_size: int | None) -> tuple[list[float], list[int]]:
         if not self._values:
             raise ValueError("the history is empty")
+        if window_size is not None and window_size < 1:
+            raise ValueError(f"window_size must be >= 1, got {window_size}")
+        history = self._history(window_size)
+        if history is not None:
+            return history, [1] * len(history)
         values, counts = self.data
         if window_size is not None:
-            if window_size < 1:
-                raise ValueError(f"window_size must be >= 1, got {window_size}")
+            if window_size > len(values) and self._seen > len(values):
+                self._warn_short(window_size, len(values))
             values, counts = values[-window_size:], counts[-window_size:]
         return values, counts
+
+    def _warn_short(self, window_size: int, kept: int) -> None:
+        """Warn once that a statistic asked for more records than are kept."""
+        if self._warned:
+            return
+        self._warned = True
+        name = f" of {self._key!r}" if self._key else ""
+        warnings.warn(
+            f"a statistic over the last {window_size} values{name} uses the {kept} kept of "
+            f"{self._seen} recorded: the message hub keeps its window ({kept}) of tensor or "
+            f"weighted scalars (MMEngine keeps 1,000,000); record plain floats (kept up to "
+            f"{LONG_HISTORY:,}) or raise runner.message_hub.window", stacklevel=4)
 
     def mean(self, window_size: int | None = None) -> float:
         """Count-weighted mean of the last ``window_size`` records (all kept ones if None)."""
@@ -180,7 +252,10 @@ class HistoryBuffer:
                        f"{', '.join(sorted(self._statistics))}")
 
     def __len__(self) -> int:
-        return len(self._values)
+        long = self._long
+        if long is None or len(long) <= len(self._values):
+            return len(self._values)
+        return min(len(long), LONG_HISTORY)
 
     def __repr__(self) -> str:
         return f"HistoryBuffer({len(self._values)} values)"

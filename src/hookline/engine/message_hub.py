@@ -91,7 +91,7 @@ class MessageHub:
         """Record one value of ``key`` (a number or a 0-dim tensor; tensors are detached)."""
         history = self._scalars.get(key)
         if history is None:
-            history = self._scalars[key] = HistoryBuffer(deque(maxlen=self.window))
+            history = self._scalars[key] = HistoryBuffer(deque(maxlen=self.window), key=key)
         history.update(value, count)
 
     def update_scalar(self, key: str, value: Any, count: int = 1,
@@ -134,7 +134,7 @@ class MessageHub:
         except KeyError:
             value = self.live_scalar(key) if self.live_scalar is not None else None
             if value is not None:  # the current value, read now (MMEngine recorded it)
-                return HistoryBuffer(deque([value], maxlen=self.window))
+                return HistoryBuffer(deque([value], maxlen=self.window), key=key)
             raise KeyError(f"{key!r} is not in the message hub; recorded: "
                            f"{sorted(self._scalars)}") from None
 

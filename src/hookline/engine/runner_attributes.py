@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,51 @@ if TYPE_CHECKING:  # pragma: no cover
     from .message_hub import MessageHub
     from .optim_wrapper import OptimWrapperLike
     from .run_state import RunState
+
+
+class LogProcessorView:
+    """MMEngine's ``runner.log_processor``, the attributes hooks read, from the run's logger.
+
+    ``window_size`` is the ``LoggerHook``'s ``interval`` (the values it averages;
+    MMEngine's default 10 without one), ``by_epoch`` its ``by_epoch`` (else the
+    run's); ``custom_cfg``, ``num_digits``, ``log_with_hierarchy`` and
+    ``mean_pattern`` are MMEngine's defaults, which hookline's logger follows.
+    The log lines themselves are the LoggerHook's: no ``get_log_after_iter``.
+
+    Example::
+
+        >>> from types import SimpleNamespace
+        >>> class LoggerHook:
+        ...     interval, by_epoch = 50, False
+        >>> runner = SimpleNamespace(hooks=SimpleNamespace(hooks=[LoggerHook()]), by_epoch=True)
+        >>> view = LogProcessorView(runner)
+        >>> view.window_size, view.by_epoch, view.num_digits
+        (50, False, 4)
+    """
+
+    custom_cfg: list[dict[str, Any]] = []
+    num_digits = 4
+    log_with_hierarchy = False
+    mean_pattern = re.compile(r".*(loss|time|data_time|grad_norm).*")
+
+    def __init__(self, runner: Any) -> None:
+        self._runner = runner
+
+    def _logger_hook(self) -> Any:
+        for hook in self._runner.hooks.hooks:
+            if any(cls.__name__ == "LoggerHook" for cls in type(hook).__mro__):
+                return hook
+        return None
+
+    @property
+    def window_size(self) -> int:
+        """The logger's interval (10 without a LoggerHook, MMEngine's default)."""
+        return int(getattr(self._logger_hook(), "interval", 10))
+
+    @property
+    def by_epoch(self) -> bool:
+        """Whether log lines count epochs: the logger's ``by_epoch``, else the run's."""
+        return bool(getattr(self._logger_hook(), "by_epoch", self._runner.by_epoch))
 
 
 class RunnerAttributes:
@@ -139,6 +185,12 @@ class RunnerAttributes:
         folder = Path(self.work_dir) / self.timestamp
         folder.mkdir(parents=True, exist_ok=True)
         return folder
+
+    @property
+    def log_processor(self) -> LogProcessorView:
+        """MMEngine's ``runner.log_processor`` attributes (``window_size``, ``by_epoch`` ...),
+        read from the run's LoggerHook (:class:`LogProcessorView`)."""
+        return LogProcessorView(self)
 
     @property
     def val_evaluator(self) -> Evaluator | None:

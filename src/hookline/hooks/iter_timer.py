@@ -29,7 +29,14 @@ class IterTimerHook(Hook):
     start of the epoch) until the batch is on the device; ``time`` is the whole
     iteration up to this hook's ``after_*_iter``. Work queued on a GPU is not
     waited for, so a single ``time`` can be short, but averaged over a log
-    interval it is the real pace. Stateless: nothing to checkpoint.
+    interval it is the real pace. Nothing to checkpoint.
+
+    Its state has MMEngine's names, so a subclass that overrides
+    ``_before_iter`` / ``_after_iter`` (mmagic's IterTimerHook) works: ``t``
+    (``time.time()`` when the last iteration ended, or the epoch began),
+    ``start_iter`` (``runner.iter`` when training began, after a resume too),
+    ``time_sec_tot`` and ``time_sec_test_val`` (0 here: the loggers compute
+    the ETA; a subclass may accumulate into them).
 
     Example::
 
@@ -41,17 +48,23 @@ class IterTimerHook(Hook):
     priority = "NORMAL"
 
     def __init__(self) -> None:
-        self._last = time.perf_counter()
+        self.t = time.time()
+        self.time_sec_tot = 0.0
+        self.time_sec_test_val = 0.0
+        self.start_iter = 0
+
+    def before_train(self, runner: Runner) -> None:
+        self.start_iter = runner.iter
 
     def _before_epoch(self, runner: Runner, mode: str = "train") -> None:
-        self._last = time.perf_counter()
+        self.t = time.time()
 
     def _before_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                      mode: str = "train") -> None:
-        runner.message_hub.update(f"{mode}/data_time", time.perf_counter() - self._last)
+        runner.message_hub.update(f"{mode}/data_time", time.time() - self.t)
 
     def _after_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None, outputs: Any = None,
                     mode: str = "train") -> None:
-        now = time.perf_counter()
-        runner.message_hub.update(f"{mode}/time", now - self._last)
-        self._last = now
+        now = time.time()
+        runner.message_hub.update(f"{mode}/time", now - self.t)
+        self.t = now

@@ -303,10 +303,12 @@ class LoggerHook(Hook):
                 progress = f"[{batches}/{batches}]"
             else:  # no length: the batches the loop ran
                 progress = f"[{getattr(getattr(runner, f'{mode}_loop', None), 'num_batches', 0)}]"
-        if runner.by_epoch and runner.epoch > 0:
-            where = f"Epoch({mode}) [{runner.epoch}]{progress}"
-        else:
+        if not runner.by_epoch:
             where = f"Iter({mode}) {progress}".rstrip()
+        elif mode == "val":  # MMEngine's LogProcessor: epoch 0 before any training
+            where = f"Epoch(val) [{runner.epoch}]{progress}"
+        else:  # a test names no epoch
+            where = f"Epoch({mode}) {progress}".rstrip()
         ordered = {k: metrics[k] for k in sorted(metrics, key=lambda k: k != "loss")}
         weights = runner.message_hub.info.get(EVAL_WEIGHTS_KEY)
         named = isinstance(weights, str) and bool(weights)

@@ -26,6 +26,7 @@ from hookline.engine.data import loader_length
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 from hookline.engine.schedule_length import SchedulerSteps, check_run_length
+from hookline.engine.schedulers_per_optimizer import scheduler_pairs
 
 from .lr_updater import MOMENTUM_POLICIES, LrUpdaterHook, _UpdaterBase
 from .lr_updater_mmcv import anneal
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 @HOOKS.register()
 class ParamSchedulerHook(Hook):
-    """Steps ``runner.param_schedulers``.
+    """Steps ``runner.param_schedulers`` (each scheduler carries ``by_epoch``).
 
     * ``by_epoch`` schedulers step after each training epoch (in an
       iteration-based run: every ``len(train_dataloader)`` iterations);
@@ -78,18 +79,19 @@ class ParamSchedulerHook(Hook):
         self._training = False
 
     def before_train(self, runner: Runner) -> None:
-        per_iter = [s for s, by_epoch in runner.param_schedulers
+        pairs = scheduler_pairs(runner.param_schedulers)
+        per_iter = [s for s, by_epoch in pairs
                     if not by_epoch and not isinstance(s, ReduceLROnPlateau)]
         self._every_iter = [s for s in per_iter if getattr(s, "steps_every_iteration", False)]
         self._per_iter = [s for s in per_iter if s not in self._every_iter]
-        self._per_epoch = [s for s, by_epoch in runner.param_schedulers
+        self._per_epoch = [s for s, by_epoch in pairs
                            if by_epoch and not isinstance(s, ReduceLROnPlateau)]
-        self._plateau = [s for s, _ in runner.param_schedulers if isinstance(s, ReduceLROnPlateau)]
+        self._plateau = [s for s, _ in pairs if isinstance(s, ReduceLROnPlateau)]
         self._epoch_length = None if runner.by_epoch else loader_length(runner.train_dataloader)
         self._training = True
         # after a resume too: the checkpoint's T_max / total_steps are the ones that run
         steps = SchedulerSteps.of_run(runner.train_loop, runner.optim_wrapper)
-        for warning in check_run_length(runner.param_schedulers, steps):
+        for warning in check_run_length(pairs, steps):
             runner.logger.warning("%s", warning)
         if self._plateau and runner.val_dataloader is None and not any(
                 any(c.__name__ == "EvalHook" for c in type(h).__mro__) for h in runner.hooks.hooks):

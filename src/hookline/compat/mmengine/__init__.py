@@ -13,7 +13,20 @@ Example::
     ((0, 1), True)
 """
 
-from . import config, device, dist, hooks, logging, model, optim, registry, runner, utils, visualization
+from . import (
+    config,
+    device,
+    dist,
+    hooks,
+    logging,
+    model,
+    optim,
+    registry,
+    runner,
+    utils,
+    version,
+    visualization,
+)
 from .config import Config, ConfigDict
 from .logging import HistoryBuffer, MessageHub, MMLogger, print_log
 from .registry import (
@@ -44,15 +57,15 @@ from .utils import (
     mkdir_or_exist,
     scandir,
 )
-
-__version__ = "0.10.7"
+from .version import __version__
 
 __all__ = [
     "DATASETS", "HOOKS", "LOOPS", "METRICS", "MODELS", "MODEL_WRAPPERS", "OPTIMIZERS",
     "OPTIM_WRAPPERS", "PARAM_SCHEDULERS", "RUNNERS", "VISUALIZERS", "Config", "ConfigDict",
+    "__version__",
     "DefaultScope", "HistoryBuffer", "MMLogger", "MessageHub", "ProgressBar", "Registry",
     "build_from_cfg", "config", "device", "digit_version", "dist", "hooks", "init_default_scope",
     "is_list_of", "is_method_overridden", "is_seq_of", "is_str", "is_tuple_of", "logging",
     "mkdir_or_exist", "model", "optim", "print_log", "registry", "runner", "scandir", "utils",
-    "visualization",
+    "version", "visualization",
 ]

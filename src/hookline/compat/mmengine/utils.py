@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -110,6 +111,29 @@ def digit_version(version_str: str, length: int = 4) -> tuple[int, ...]:
     return (*release, pre, int(match.group(3) or 0))
 
 
+def get_git_hash(fallback: str = "unknown", digits: int | None = None) -> str:
+    """The commit of the git repository the process runs in (``git rev-parse HEAD`` in the
+    current directory, MMEngine's way: ``""`` outside a repository), ``fallback`` when git
+    cannot be run; ``digits`` keeps that many characters.
+
+    Example::
+
+        >>> len(get_git_hash(digits=7)) <= 7
+        True
+    """
+    if digits is not None and not isinstance(digits, int):
+        raise TypeError("digits must be None or an integer")
+    env = {k: v for k in ("SYSTEMROOT", "PATH", "HOME") if (v := os.environ.get(k)) is not None}
+    env.update(LANGUAGE="C", LANG="C", LC_ALL="C")
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, env=env,
+                             check=False).stdout
+        sha = out.strip().decode("ascii")
+    except OSError:
+        return fallback
+    return sha if digits is None else sha[:digits]
+
+
 class ProgressBar:
     """A text progress bar: ``[>>>>    ] 3/8, 12.0 task/s, elapsed: 0s, ETA: 1s``.
 
@@ -170,7 +194,7 @@ def track_iter_progress(tasks: Sequence[Any], bar_width: int = 50,
 
 
 __all__ = [
-    "TORCH_VERSION", "ProgressBar", "check_file_exist", "digit_version", "has_method",
+    "TORCH_VERSION", "ProgressBar", "check_file_exist", "digit_version", "get_git_hash", "has_method",
     "is_filepath", "is_list_of", "is_method_overridden", "is_seq_of", "is_str", "is_tuple_of",
     "mkdir_or_exist", "scandir", "to_1tuple", "to_2tuple", "to_3tuple", "to_4tuple",
     "to_ntuple", "track_iter_progress",

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..schedulers_per_optimizer import scheduler_pairs
 from .errors import CheckpointError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -244,9 +245,10 @@ def optimization_problem(runner: Runner, checkpoint: Mapping[str, Any]) -> str |
     if not isinstance(schedulers, (list, tuple)) or not all(isinstance(s, Mapping)
                                                             for s in schedulers):
         return "its 'param_schedulers' is not a list of scheduler state dicts"
-    if len(schedulers) != len(runner.param_schedulers):
+    count = len(scheduler_pairs(runner.param_schedulers))  # a dict by optimizer name too
+    if len(schedulers) != count:
         return (f"it holds {len(schedulers)} parameter scheduler state(s); this run has "
-                f"{len(runner.param_schedulers)} scheduler(s)")
+                f"{count} scheduler(s)")
     return None
 
 

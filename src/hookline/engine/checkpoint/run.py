@@ -35,6 +35,7 @@ from hookline.core import HookError
 from .. import distributed
 from ..rng import get_rng_state, set_rng_state
 from ..run_state import describe_position
+from ..schedulers_per_optimizer import load_scheduler_state, scheduler_pairs
 from .atomic import LATEST_FILENAME, remove_temp_files, write_checkpoint
 from .content import make_meta, serialize, to_plain
 from .errors import CheckpointError, NoResumableCheckpointError
@@ -79,7 +80,8 @@ def collect(runner: Runner, *, save_optimizer: bool = True) -> dict[str, Any]:
     wrapper = runner.optim_wrapper
     if save_optimizer and wrapper is not None:
         checkpoint["optimizer"] = wrapper.state_dict()
-        checkpoint["param_schedulers"] = [s.state_dict() for s, _ in runner.param_schedulers]
+        checkpoint["param_schedulers"] = [
+            s.state_dict() for s, _ in scheduler_pairs(runner.param_schedulers)]
         pending = wrapper.pending_grads()
         if pending is not None:
             checkpoint["pending_grads"] = pending
@@ -123,9 +125,9 @@ def apply(runner: Runner, checkpoint: dict[str, Any], *, resume: bool, strict: b
     try:
         _apply_optimization(runner, checkpoint)
         step = "param_schedulers"
-        for (scheduler, _), state in zip(runner.param_schedulers,
-                                         checkpoint.get("param_schedulers", [])):
-            scheduler.load_state_dict(state)
+        for (scheduler, by_epoch), state in zip(scheduler_pairs(runner.param_schedulers),
+                                                checkpoint.get("param_schedulers", [])):
+            load_scheduler_state(scheduler, by_epoch, state)
         for key, hook in hooks.items():
             step = f"the state of hook {key}"
             hook.load_state_dict(states[key])
@@ -308,6 +310,7 @@ def load(runner: Runner, path: str | Path, *, resume: bool = True,
         checkpoint = {**checkpoint, "state_dict": revised(checkpoint["state_dict"], revise_keys)}
     apply(runner, checkpoint, resume=resume, strict=resume if strict is None else strict,
           path=path)
+    runner._has_loaded = True  # noqa: SLF001  (MMEngine's flag: YOLOAutoAnchorHook reads it)
     if resume:
         runner.logger.info("resumed from %s, continuing %s", path,
                            where(checkpoint["meta"], by_epoch=runner.by_epoch))

@@ -24,6 +24,7 @@ from torch.optim.lr_scheduler import ReduceLROnPlateau
 from hookline.core import ConfigError
 from hookline.engine.data import loader_length
 from hookline.engine.hook import DATA_BATCH, Hook
+from hookline.engine.schedulers_per_optimizer import scheduler_pairs
 
 
 def _plateau(scheduler: Any) -> bool:
@@ -40,7 +41,7 @@ class ParamSchedulerHook(Hook):
 
     def after_train_iter(self, runner: Any, batch_idx: int, data_batch: DATA_BATCH = None,
                          outputs: dict[str, Any] | None = None) -> None:
-        schedulers = getattr(runner, "param_schedulers", None) or []
+        schedulers = scheduler_pairs(getattr(runner, "param_schedulers", None))
         if not schedulers:
             return
         wrapper = runner.optim_wrapper
@@ -55,7 +56,7 @@ class ParamSchedulerHook(Hook):
             self._step_epoch(schedulers)
 
     def after_train_epoch(self, runner: Any) -> None:
-        schedulers = getattr(runner, "param_schedulers", None) or []
+        schedulers = scheduler_pairs(getattr(runner, "param_schedulers", None))
         if schedulers and runner.by_epoch:
             self._step_epoch(schedulers)
 
@@ -72,7 +73,7 @@ class ParamSchedulerHook(Hook):
         self._training = False
 
     def after_val_epoch(self, runner: Any, metrics: dict[str, float] | None = None) -> None:
-        schedulers = getattr(runner, "param_schedulers", None) or []
+        schedulers = scheduler_pairs(getattr(runner, "param_schedulers", None))
         if not getattr(self, "_training", False):
             return  # a standalone validation: plateau schedulers step during training only
         for scheduler, _ in schedulers:
