@@ -12,7 +12,10 @@
 Each subcommand's module is imported only when that subcommand runs, so
 ``hookline --help`` does not import torch. A :class:`ConfigError` prints one
 ``error: ...`` line and exits 2; a training run stopped by SIGINT/SIGTERM
-exits ``128 + signal`` after saving a checkpoint.
+exits ``128 + signal`` after saving a checkpoint. Ctrl-C while the command's
+modules import (torch's extension would otherwise drop it) stops the command
+with exit code 130 once they are imported, before anything is run. Output cut
+short by a closed pipe (``hookline train ... | head``) exits 1.
 
 Example::
 
@@ -28,9 +31,11 @@ import argparse
 import contextlib
 import importlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
-from types import ModuleType
+from types import FrameType, ModuleType
 
 import hookline
 from hookline.core import ConfigError, HookError
@@ -106,14 +111,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _chosen(argv)
     try:
-        parser = build_parser(command)
+        with _interrupts_recorded() as interrupted:  # the imports of torch & co.
+            parser = build_parser(command)
+        if interrupted:
+            print("interrupted while starting: nothing was run", file=sys.stderr)
+            return 130
         try:
-            args = parser.parse_args(argv)
+            args = _parse(parser, argv)
         except SystemExit as exc:  # --help / --version / usage errors
             return int(exc.code or 0)
         module, _, run, _ = COMMANDS[args.command]
+        cut_before = _output_cut()
         with _cwd_on_path():  # custom_imports may name modules in the current directory
-            return int(getattr(_import(module, args.command), run)(args) or 0)
+            code = int(getattr(_import(module, args.command), run)(args) or 0)
+        return 1 if code == 0 and _output_cut() and not cut_before else code
     except _Unavailable as exc:
         return _error(str(exc))
     except KeyboardInterrupt:
@@ -127,6 +138,55 @@ def main(argv: Sequence[str] | None = None) -> int:
         if config_error is None:
             raise
         return _error(config_error)
+
+
+@contextlib.contextmanager
+def _interrupts_recorded() -> Iterator[list[int]]:
+    """Record SIGINT (Ctrl-C) instead of raising KeyboardInterrupt inside the block: torch's
+    C extension imports numpy and drops an exception raised there, so the run went on.
+    The caller checks the list after the block. Nothing changes where SIGINT is not
+    Python's default (ignored in a background job, or a handler of the caller's)."""
+    caught: list[int] = []
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield caught
+        return
+
+    def record(signum: int, _frame: FrameType | None) -> None:
+        caught.append(signum)
+
+    previous = signal.signal(signal.SIGINT, record)
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed; an unknown option after the subcommand is reported with that
+    subcommand's usage (argparse's own error shows the top-level usage)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        child = _subcommand_parser(parser, args.command)
+        after = argv.index(args.command) < argv.index(extra[0]) if extra[0] in argv else True
+        (child if child is not None and after else parser).error(
+            f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def _subcommand_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser | None:
+    """The parser of subcommand ``name``."""
+    for action in parser._actions:  # noqa: SLF001  (argparse keeps subparsers nowhere else)
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            found = action.choices.get(name)
+            return found if isinstance(found, argparse.ArgumentParser) else None
+    return None
+
+
+def _output_cut() -> bool:
+    """Whether a Runner's console lost its reader (``hookline train ... | head``)."""
+    logs = sys.modules.get("hookline.engine.logs")
+    return bool(logs is not None and logs.console_cut())
 
 
 @contextlib.contextmanager

@@ -115,8 +115,9 @@ def test_overrides_parse_yaml_values_and_address_nested_items():
     assert out["metrics"] == {"acc": "accuracy"} and out["param_scheduler"][0]["total_iters"] == 2
     assert out["default_hooks"]["timer"] == {"type": "IterTimerHook"}
     assert cfg["optimizer"]["lr"] == 0.05 and cfg["hooks"][0] == {"type": "CheckpointHook", "interval": 2}
-    assert [parse_value(v) for v in ("3", "0.5", "-2e-4", "yes", "~", "[1, 2]", "a: b: c")] == \
+    assert [parse_value(v) for v in ("3", "0.5", "-2e-4", "true", "~", "[1, 2]", "a: b: c")] == \
         [3, 0.5, -0.0002, True, None, [1, 2], "a: b: c"]
+    assert parse_value("yes") == "yes"  # YAML 1.2: only true / false are booleans
 
 
 @pytest.mark.parametrize("override, message", [
@@ -232,7 +233,7 @@ def test_from_config_builds_every_part(tmp_path):
     assert type(runner.model).__name__ == "DigitsCNN"
     assert isinstance(runner.loss_fn, torch.nn.CrossEntropyLoss) and runner.loss_fn.label_smoothing == 0.05
     assert isinstance(runner.optimizer, torch.optim.SGD)
-    assert [type(s).__name__ for s, _ in runner.param_schedulers] == ["SequentialLR"]
+    assert [type(s).__name__ for s in runner.param_schedulers] == ["SequentialLR"]
     assert len(runner.train_dataloader.dataset) == 1438 and runner.train_dataloader.batch_size == 64
     assert len(runner.val_dataloader.dataset) == 181
     assert "progress" not in runner.hooks.by_key()
@@ -333,5 +334,5 @@ def test_the_annotated_config_in_docs_cli_md_is_valid(tmp_path):
     resolved = resolve_config(cfg, work_dir=tmp_path)
     assert resolved["default_hooks"]["checkpoint"]["type"] == "CheckpointHook"
     runner = build_runner(cfg, work_dir=tmp_path)
-    assert [type(s).__name__ for s, _ in runner.param_schedulers] == ["LinearLR", "MultiStepLR"]
+    assert [type(s).__name__ for s in runner.param_schedulers] == ["LinearLR", "MultiStepLR"]
     assert type(runner.hooks.by_key()["logger"]).__name__ == "LoggerHook"

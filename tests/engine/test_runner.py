@@ -136,7 +136,7 @@ def test_handle_removes_hook_and_registration_errors(tmp_path):
     handle.remove()
     runner.train()
     assert hook.calls == []
-    with pytest.raises(ConfigError, match="hookline.Hook instance or a config dict"):
+    with pytest.raises(ConfigError, match="hookline.Hook instance, a config dict"):
         runner.register_hook(object())
     with pytest.raises(ConfigError, match="did you mean 'CheckpointHook'"):
         runner.register_hook({"type": "CheckpointHok"})

@@ -71,8 +71,14 @@ def load_command_config(args: argparse.Namespace) -> tuple[dict, str]:
 
 
 def work_dir_of(args: argparse.Namespace, cfg: dict, name: str) -> Path:
-    """``--work-dir``, else the config's ``work_dir``, else ``work_dirs/<name>``."""
-    chosen = args.work_dir or cfg.get("work_dir") or DEFAULT_WORK_DIRS / name
+    """``--work-dir``, else the config's ``work_dir``, else ``work_dirs/<name>``; an empty
+    one is a :class:`ConfigError` (it would silently mean the default)."""
+    given = getattr(args, "work_dir", None)
+    for value, what in ((given, "--work-dir"), (cfg.get("work_dir"), "the config's work_dir")):
+        if isinstance(value, str) and not value.strip():
+            raise ConfigError(f"{what} is empty; give a folder path (e.g. --work-dir "
+                              f"work_dirs/{name}), or leave it out for work_dirs/<config name>")
+    chosen = given or cfg.get("work_dir") or DEFAULT_WORK_DIRS / name
     if not isinstance(chosen, (str, os.PathLike)):
         raise ConfigError(f"work_dir must be a folder path (a string), got {chosen!r}")
     return Path(chosen)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -36,6 +37,7 @@ from typing import Any
 from hookline.core import ConfigError
 from hookline.engine import distributed
 from hookline.engine.arguments import resume_and_load_from
+from hookline.engine.checkpoint import read_latest
 from hookline.engine.logs import close_logger
 from hookline.hooks.catalog import hook_catalog
 
@@ -51,8 +53,10 @@ from .run_dirs import (
     discard_run_dir,
     is_run_dir_name,
     last_run_with_checkpoints,
+    lock_run_dir,
     new_run_dir,
     read_last_run,
+    restore_last_run,
     write_last_run,
 )
 
@@ -82,12 +86,15 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 def run_train(args: argparse.Namespace) -> int:
     """Train the configured run in a run folder of its work dir; 0 on success. A signal ends
     it with ``TrainingInterrupted`` (exit code 128 + signal number) after a checkpoint is
-    saved; ``curves.png`` is drawn for an interrupted or failed run too."""
+    saved; ``curves.png`` is drawn for an interrupted or failed run too. A command that
+    fails before training starts leaves the work dir as it was (``last_run`` included);
+    the run folder is locked while it trains (:func:`~hookline.app.run_dirs.lock_run_dir`)."""
     cfg, name = load_command_config(args)
     work_dir = work_dir_of(args, cfg, name)
     if isinstance(cfg.get("resume"), bool):  # MMEngine's resume: true / false, as the Runner reads it
         cfg["resume"], cfg["load_from"] = resume_and_load_from(cfg["resume"], cfg.get("load_from"))
     resume = args.resume if args.resume is not None else cfg.get("resume")
+    check_resume_path(resume, "--resume" if args.resume is not None else "the config's resume")
     if args.test:
         require_loader(cfg, "test", "hookline train --test")
         if distributed.launched_world_size() > 1:
@@ -95,18 +102,31 @@ def run_train(args: argparse.Namespace) -> int:
                               "multi-process training run hookline test (with torchrun, too)")
     # the whole config is checked before a run folder is made
     resolve_config(cfg, work_dir=work_dir, resume=resume, for_training=True)
-    previous = read_last_run(work_dir)
-    work_dir_existed = work_dir.exists()
+    undo = _Undo(work_dir)
     run_dir, earlier = choose_run_dir(work_dir, resume)
-    fresh = run_dir.is_dir() and not any(run_dir.iterdir())
+    undo.run_dir, undo.fresh = run_dir, run_dir.is_dir() and not any(run_dir.iterdir())
+    lock = None
     try:
+        lock = lock_run_dir(run_dir) if run_dir.is_dir() and _main_rank() else None
         runner = build_runner(cfg, work_dir=run_dir, resume=resume, for_training=True,
                               save=False)  # saved when training starts (see begin below)
-    except BaseException:
-        if fresh:  # e.g. a configure_optimizers() result the Runner refuses: leave no empty run
-            _discard(work_dir, run_dir, previous, work_dir_existed)
+    except BaseException:  # e.g. a configure_optimizers() result the Runner refuses
+        undo()
+        if lock is not None:
+            lock.release()
         raise
+    try:
+        return _train(args, cfg, runner, undo, earlier)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _train(args: argparse.Namespace, cfg: dict, runner: Any, undo: _Undo,
+           earlier: Path | None) -> int:
+    """``run_train`` once its Runner is built: train, then the summary (and ``--test``)."""
     started: list[bool] = []
+    work_dir = undo.work_dir
 
     def begin(runner: Any) -> None:
         """Training starts: the resume (or ``load_from``) went in, so the run's config may be
@@ -118,9 +138,10 @@ def run_train(args: argparse.Namespace) -> int:
                 save_config(runner.config, runner.work_dir / SAVED_NAME)
 
     runner.on("before_train", begin, once=True, priority="LOWEST")  # after the hooks' checks
+    runner.resume_command = resume_command(args)  # the stop message's hint (engine.signals)
     if earlier is not None:
         runner.logger.info("a new run in %s; the last run is in %s (--resume auto continues it)",
-                           run_dir, earlier)
+                           runner.work_dir, earlier)
     if cfg.get("test_dataloader") is not None and not args.test:
         runner.logger.info("the config's test_dataloader is not used by training: add --test "
                            "to test the best checkpoint after training, or run hookline test")
@@ -131,8 +152,7 @@ def run_train(args: argparse.Namespace) -> int:
         runner.train()
     except BaseException:
         if not started:  # the checkpoint to resume or load did not go in: nothing trained
-            if fresh:
-                _discard(work_dir, run_dir, previous, work_dir_existed)
+            undo()
         elif runner.is_main_process and not args.no_curves:
             with contextlib.suppress(Exception):  # the error that stopped training comes first
                 _print_note(write_training_curves(runner.work_dir))
@@ -149,6 +169,57 @@ def run_train(args: argparse.Namespace) -> int:
             _, line, out = evaluate_checkpoint(cfg, checkpoint, "test")
             print(f"{line}\nsaved to {out}", flush=True)
     return 0
+
+
+def _main_rank() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+class _Undo:
+    """Puts the work dir back as it was before a ``hookline train`` whose run never started:
+    the folder it made removed (when it holds nothing else), ``last_run`` as it was."""
+
+    def __init__(self, work_dir: Path) -> None:
+        self.work_dir = work_dir
+        self.existed = work_dir.exists()
+        self.previous = read_last_run(work_dir)
+        self.run_dir: Path | None = None
+        self.fresh = False
+
+    def __call__(self) -> None:
+        if not _main_rank() or self.run_dir is None:
+            return
+        if self.fresh:
+            _discard(self.work_dir, self.run_dir, self.previous, self.existed)
+        else:
+            restore_last_run(self.work_dir, self.previous)
+
+
+def check_resume_path(resume: Any, what: str) -> None:
+    """A :class:`ConfigError` when ``resume`` names a folder (``hookline val --checkpoint``
+    refuses one the same way): what is accepted, and the folder's newest checkpoint."""
+    if not isinstance(resume, (str, os.PathLike)) or resume == "auto" or not Path(resume).is_dir():
+        return
+    newest = None
+    with contextlib.suppress(Exception):  # an unreadable pointer: no hint
+        newest = read_latest(resume)
+    hint = f" (its newest checkpoint, as its 'latest' names it: {newest})" if newest else ""
+    raise ConfigError(f"{what} {str(resume)!r} is a folder, not a checkpoint file{hint}; "
+                      "accepted: auto (the last run of the work dir, from its newest checkpoint) "
+                      "or the path of a checkpoint file")
+
+
+def resume_command(args: argparse.Namespace) -> str:
+    """The ``hookline train`` command that continues this run: the same config, work dir,
+    overrides and options, with ``--resume auto``."""
+    words = ["hookline", "train"] + ([args.config] if args.config is not None else [])
+    if args.work_dir:
+        words += ["--work-dir", args.work_dir]
+    for override in args.overrides:
+        words += ["--set", override]
+    words += [flag for flag, on in (("--test", args.test), ("--profile-hooks", args.profile_hooks),
+                                    ("--no-curves", args.no_curves)) if on]
+    return shlex.join(words + ["--resume", "auto"])
 
 
 def _discard(work_dir: Path, run_dir: Path, previous: Path | None, work_dir_existed: bool) -> None:
@@ -168,7 +239,7 @@ def choose_run_dir(work_dir: Path, resume: Any) -> tuple[Path, Path | None]:
     hookline 0.1's flat layout): that run; anything else: a new run folder. Only the main
     process (``RANK`` 0) makes folders and writes the ``last_run`` pointer.
     """
-    main = int(os.environ.get("RANK", "0")) == 0
+    main = _main_rank()
     earlier = last_run_with_checkpoints(work_dir)
     if resume == "auto" and earlier is not None:
         target: Path | None = earlier

@@ -7,7 +7,14 @@ config, ``log.txt``, ``metrics.jsonl``, checkpoints and ``curves.png`` into
 everything of the run inside like Lightning's ``version_N``). Two runs that
 start in the same second get ``_2``, ``_3`` ... so a new run never writes
 into an earlier run's folder. ``<work_dir>/last_run`` (written atomically)
-names the folder of the run started or resumed last.
+names the folder of the run started or resumed last; a command that fails
+before its run starts puts it back as it was (:func:`restore_last_run`).
+
+While a run trains, its folder holds ``run.lock``, exclusively locked
+(``fcntl.flock``) by the training process and naming it (pid, host): a second
+``hookline train --resume`` into the same folder is refused
+(:func:`lock_run_dir`). The operating system releases the lock when its
+process dies, so the file a killed run leaves behind blocks nothing.
 
 A work dir in the flat layout of hookline 0.1 (checkpoints directly in it)
 is a run too: :func:`last_run_with_checkpoints` falls back to it, so
@@ -34,18 +41,23 @@ import contextlib
 import os
 import re
 import shutil
+import socket
 import time
 from pathlib import Path
 
+from hookline.core import ConfigError
 from hookline.engine.checkpoint import LATEST_FILENAME, atomic_write
 from hookline.engine.checkpoint.names import is_checkpoint_name
 
-__all__ = ["LAST_RUN_FILE", "discard_run_dir", "has_checkpoints", "is_run_dir_name",
-           "last_run_with_checkpoints", "new_run_dir", "read_last_run", "remove_unused_folder",
-           "run_dirs", "write_last_run"]
+__all__ = ["LAST_RUN_FILE", "RUN_LOCK_FILE", "RunLock", "discard_run_dir", "has_checkpoints",
+           "is_run_dir_name", "last_run_with_checkpoints", "lock_run_dir", "new_run_dir",
+           "read_last_run", "remove_unused_folder", "restore_last_run", "run_dirs",
+           "write_last_run"]
 
-#: what building a Runner writes into its folder before training starts
-_BUILD_OUTPUTS = frozenset({"log.txt", "config.yaml"})
+#: the file a training run holds locked in its folder (see :func:`lock_run_dir`)
+RUN_LOCK_FILE = "run.lock"
+#: what building a Runner writes into its folder before training starts (and the lock)
+_BUILD_OUTPUTS = frozenset({"log.txt", "config.yaml", RUN_LOCK_FILE})
 
 #: the pointer file in a work dir naming the folder of the last run (relative to the work dir)
 LAST_RUN_FILE = "last_run"
@@ -141,6 +153,94 @@ def read_last_run(work_dir: str | Path) -> Path | None:
     return folder if folder.is_dir() else None
 
 
+def restore_last_run(work_dir: str | Path, previous: Path | None) -> None:
+    """Point ``last_run`` back at ``previous`` (what :func:`read_last_run` said before a
+    command that failed), or remove it when there was none."""
+    work_dir = Path(work_dir)
+    if previous is not None and previous.is_dir():
+        write_last_run(work_dir, previous)
+    elif (work_dir / LAST_RUN_FILE).exists():
+        (work_dir / LAST_RUN_FILE).unlink(missing_ok=True)
+
+
+class RunLock:
+    """The lock :func:`lock_run_dir` took: ``release()`` removes the file and unlocks it."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        """Remove the lock file (while still holding it), then unlock; twice is harmless."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        os.close(fd)
+
+
+def lock_run_dir(run_dir: str | Path) -> RunLock | None:
+    """Lock ``run_dir`` for this process's training: ``<run_dir>/run.lock``, held with
+    ``fcntl.flock`` and naming this process. A :class:`ConfigError` naming the holder
+    when another live process holds it; None where file locks are not available.
+
+    Example::
+
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> lock = lock_run_dir(folder)
+        >>> try:
+        ...     lock_run_dir(folder)
+        ... except ConfigError as exc:
+        ...     print("in use by another hookline train (pid" in str(exc))
+        True
+        >>> lock.release(); (folder / RUN_LOCK_FILE).exists()
+        False
+    """
+    try:
+        import fcntl  # noqa: PLC0415  (POSIX only)
+    except ImportError:  # pragma: no cover  (Windows: no lock)
+        return None
+    path = Path(run_dir) / RUN_LOCK_FILE
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise ConfigError(
+                f"run folder {str(run_dir)!r} is in use by another hookline train ({holder}); "
+                "wait for it to end or stop it, or train a new run (without --resume)") from None
+        except OSError:  # a file system without locks: train unlocked, as before
+            os.close(fd)
+            return None
+        if _same_file(fd, path):  # not removed by a holder releasing it meanwhile
+            break
+        os.close(fd)
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    os.ftruncate(fd, 0)
+    os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {stamp}\n".encode())
+    return RunLock(path, fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.fstat(fd).st_ino == os.stat(path).st_ino
+    except OSError:
+        return False
+
+
+def _holder(fd: int) -> str:
+    """What the lock file says about its holder."""
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        text = os.pread(fd, 200, 0).decode("utf-8").strip()
+        if text:
+            return text
+    return "a process that has not written its name yet"
+
+
 def last_run_with_checkpoints(work_dir: str | Path) -> Path | None:
     """The run ``--resume auto`` continues and ``hookline test`` evaluates: the run
     ``last_run`` names if it has checkpoints, else the newest run folder that has, else
@@ -167,10 +267,7 @@ def discard_run_dir(work_dir: str | Path, run_dir: str | Path, previous: Path | 
     work_dir, run_dir = Path(work_dir), Path(run_dir)
     if not remove_unused_folder(run_dir):
         return False
-    if previous is not None and previous.is_dir():
-        write_last_run(work_dir, previous)
-    elif read_last_run(work_dir) is None:
-        (work_dir / LAST_RUN_FILE).unlink(missing_ok=True)
+    restore_last_run(work_dir, previous)
     return True
 
 

@@ -1,7 +1,9 @@
-"""Reading config files: YAML (1.2 numbers, duplicate keys refused) or JSON, into a dict.
+"""Reading config files: YAML (1.2 numbers and booleans, duplicate keys refused) or JSON.
 
 ``hookline train`` and ``hookline.compat.mmengine.Config.fromfile`` read files
-here, the same way: ``1e-3`` is a float, a key given twice is a
+here, the same way: ``1e-3`` is a float, only ``true`` / ``false`` (also
+``True``, ``TRUE``, ``False``, ``FALSE``) are booleans, as in YAML 1.2, so
+``yes``, ``no``, ``on`` and ``off`` stay strings; a key given twice is a
 :class:`ConfigError` (YAML merge keys ``<<:`` may be overridden), dates stay
 strings, and a Python config is refused with what to write instead.
 
@@ -26,15 +28,23 @@ __all__ = ["load_config", "parse_value"]
 
 
 class _Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
-    """Safe YAML with YAML 1.2 floats (``1e-3`` is a float, not a string), dates kept
-    as strings (configs stay plain data) and duplicate keys refused."""
+    """Safe YAML with YAML 1.2 floats (``1e-3`` is a float, not a string) and booleans
+    (``yes`` / ``no`` / ``on`` / ``off`` are strings), dates kept as strings (configs stay
+    plain data) and duplicate keys refused."""
 
 
+_BOOL_TAG = "tag:yaml.org,2002:bool"
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
     list("-+0123456789"),
 )
+# YAML 1.1's booleans (yes, no, on, off ...) out; YAML 1.2 core's (true, false) in
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in _Loader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
 
 
@@ -70,6 +80,8 @@ def parse_value(text: str) -> Any:
 
         >>> [parse_value(v) for v in ("0.05", "1e-3", "10", "true", "null", "[1, 2]", "SGD")]
         [0.05, 0.001, 10, True, None, [1, 2], 'SGD']
+        >>> [parse_value(v) for v in ("False", "no", "on")]  # YAML 1.2: only true/false
+        [False, 'no', 'on']
     """
     try:
         return yaml.load(text, Loader=_Loader)
@@ -105,15 +117,28 @@ def load_config(path: str | Path) -> dict[str, Any]:
                           "UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from None
-    try:
-        cfg = json.loads(text, object_pairs_hook=_json_object) if path.suffix.lower() == ".json" \
-            else yaml.load(text, Loader=_Loader)
-    except (json.JSONDecodeError, yaml.YAMLError, ConfigError) as exc:
-        raise ConfigError(f"cannot parse {str(path)!r}: {_one_line(exc)}") from None
+    if not text.strip():
+        raise ConfigError(f"config file {str(path)!r} is empty; it must hold a mapping of Runner "
+                          "arguments (model: {type: ...}, train_dataloader: {...}, ...)")
+    cfg = _parse(path, text)
     if not isinstance(cfg, dict):
         raise ConfigError(f"{str(path)!r} must hold a mapping of Runner arguments, "
                           f"got {type(cfg).__name__}")
     return cfg
+
+
+def _parse(path: Path, text: str) -> Any:
+    """The data of a config file's ``text``: JSON for ``.json``, else YAML."""
+    as_json = path.suffix.lower() == ".json"
+    try:
+        return json.loads(text, object_pairs_hook=_json_object) if as_json \
+            else yaml.load(text, Loader=_Loader)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"cannot parse {str(path)!r} as JSON (a .json file must hold JSON; "
+                          f"name a YAML file .yaml or .yml): {_one_line(exc)}") from None
+    except (yaml.YAMLError, ConfigError) as exc:
+        what = "JSON" if as_json else "YAML"
+        raise ConfigError(f"cannot parse {str(path)!r} as {what}: {_one_line(exc)}") from None
 
 
 def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

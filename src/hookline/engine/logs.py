@@ -28,8 +28,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -40,6 +42,7 @@ from .log_writer import LogWriter
 
 _COUNTER = itertools.count()
 _CURRENT: list[logging.Logger | None] = [None]
+_CUT: list[bool] = [False]  # a console handler's reader went away (see ConsoleHandler)
 FORMAT = "%(asctime)s - hookline - %(levelname)s - %(message)s"
 #: ``logger.info(..., extra=FILE_ONLY)``: the record goes to ``log.txt``, not the console
 FILE_ONLY = {"console": False}
@@ -61,6 +64,12 @@ class ConsoleHandler(logging.StreamHandler[IO[str]]):
     to a function that clears the bar, writes the line and redraws the bar,
     and puts the previous writer back when the bar closes. It belongs to
     this handler only, so runners never share it.
+
+    When the stream's reader goes away (``hookline train ... | head``: a
+    ``BrokenPipeError``), the handler detaches quietly, once: no logging
+    traceback, the stream's descriptor is pointed at ``os.devnull`` so later
+    writes to it (the command's summary) do not fail either, ``log.txt``
+    goes on, and :func:`console_cut` says so.
 
     Example::
 
@@ -95,6 +104,32 @@ class ConsoleHandler(logging.StreamHandler[IO[str]]):
             raise
         except Exception:
             self.handleError(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """A broken pipe detaches the handler (see the class); anything else is logging's."""
+        if isinstance(sys.exc_info()[1], BrokenPipeError):
+            self._detach()
+            return
+        super().handleError(record)
+
+    def _detach(self) -> None:
+        _CUT[0] = True
+        self.addFilter(lambda _record: False)  # nothing more to this console
+        with contextlib.suppress(Exception):  # the stream's buffer may hold more: drop it too
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+
+
+def console_cut() -> bool:
+    """Whether a Runner's console stream lost its reader (a broken pipe) in this process.
+
+    Example::
+
+        >>> console_cut()
+        False
+    """
+    return _CUT[0]
 
 
 class RunLogFile(logging.FileHandler):
@@ -175,6 +210,13 @@ def make_logger(work_dir: Path | None, *, main_process: bool, console: bool = Tr
         console_handler.setFormatter(formatter)
         logger.addHandler(console_handler)
     return logger
+
+
+def log_file_started(logger: logging.Logger) -> bool:
+    """Whether ``logger`` has written to its ``log.txt`` yet (a :class:`RunLogFile` opens
+    the file at its first line)."""
+    return any(isinstance(handler, RunLogFile) and handler.stream is not None
+               for handler in logger.handlers)
 
 
 def console_of(logger: logging.Logger) -> ConsoleHandler | None:

@@ -58,7 +58,8 @@ from .run_state import RunState
 from .runner_attributes import RunnerAttributes
 from .runner_checkpoints import RunnerCheckpoints
 from .runner_hooks import RunnerHooks
-from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal
+from .schedulers_per_optimizer import with_by_epoch
+from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal, log_failure
 from .step import check_contract, make_step, make_train_step, wrap_for_training
 from .visualizer import Visualizer
 
@@ -156,15 +157,23 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
                           max_epochs, max_iters, val_interval, train_loop)
         self.hooks = HookTable()
         # after the loops: configure_optimizers() and scheduler lengths may need the run length
-        self.optim_wrapper, self.param_schedulers = build_run_optimization(
+        self.optim_wrapper, pairs = build_run_optimization(
             self, optimizer, optim_wrapper, param_scheduler)
+        #: MMEngine's shape: the schedulers, each with ``by_epoch`` (see ``scheduler_pairs``)
+        self.param_schedulers: list[Any] = with_by_epoch(pairs)
         self._resume, self._load_from = resume_and_load_from(resume, load_from)
         self._loaded = False
+        #: MMEngine's flag: True once a checkpoint was loaded (``load_from``, ``resume``,
+        #: ``load_checkpoint``)
+        self._has_loaded = False
         #: writes checkpoints in order on a background thread (``save_checkpoint(background=True)``)
         self.checkpoint_writer = CheckpointWriter()
         self._train_step: Callable[..., dict[str, Any]] | None = None
         self._eval_steps: dict[str, Callable[..., Any]] = {}
         self._stop: StopRequest | None = None
+        #: the run in progress, ``"train"``, ``"val"`` or ``"test"`` (None between runs): what
+        #: hooks read when a checkpoint is loaded as a run starts, before its first stage
+        self.running: str | None = None
         self._register_default_hooks(default_hooks)
         for hook in hooks:
             self.register_hook(hook)
@@ -238,7 +247,7 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
         if self._optim_wrapper is None and not hasattr(self.model, "train_step"):
             raise ConfigError("train() needs an optimizer: pass optimizer= (e.g. {'type': 'SGD', "
                               "'lr': 0.01}) or optim_wrapper=, or give the model configure_optimizers()")
-        with self._running(), StopRequest() as self._stop:
+        with self._running("train"), StopRequest(self.work_dir) as self._stop:
             self._load_or_resume(training=True)
             log_run_header(self)  # the hook table goes to log.txt only
             self.model.train()
@@ -257,13 +266,14 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
     def _evaluate(self, mode: str, loop: ValLoop | None) -> dict[str, float]:
         if loop is None:
             raise ConfigError(f"{mode}() needs {mode}_dataloader")
-        with self._running():
+        with self._running(mode):
             self._load_or_resume()
             return loop.run()
 
     @contextlib.contextmanager
-    def _running(self) -> Iterator[None]:
+    def _running(self, mode: str) -> Iterator[None]:
         self._train_step, self._eval_steps = None, {}  # the model may have changed between runs
+        self.running = mode
         self.message_hub.make_current()
         self.visualizer.make_current()
         set_current_logger(self.logger)
@@ -281,8 +291,12 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
             self.hooks.call_on_exception(self, exc, self.logger)
             if isinstance(exc, TrainingInterrupted):
                 self.logger.warning("%s", exc.message)
+            else:  # a failure (a hook raising) or a second Ctrl-C: into log.txt too
+                log_failure(self.logger, mode, exc, self.work_dir)
+            self.running = None
             raise
         self.hooks.call(self, "after_run")
+        self.running = None
 
     def train_step(self, batch: Any, batch_idx: int = 0) -> dict[str, Any]:
         """One training step on a device batch (``batch_idx``: its index in the epoch)."""

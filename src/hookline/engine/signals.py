@@ -1,5 +1,11 @@
 """Graceful stop on SIGTERM / SIGINT: finish the iteration, checkpoint, exit non-zero.
 
+The first signal is acknowledged at once with one line on stderr (written
+with ``os.write``, safe inside a handler): the current stage finishes, then
+a checkpoint is saved. A second Ctrl-C stops at once without saving: one
+line says so and names the run's last checkpoint, and :func:`log_failure`
+puts the interruption (like any failure of a run) into ``log.txt``.
+
 Example::
 
     >>> from hookline.engine.signals import StopRequest
@@ -10,12 +16,17 @@ Example::
 
 from __future__ import annotations
 
+import logging
+import os
 import signal
 import threading
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from .checkpoint import read_latest
 from .distributed import any_rank
+from .logs import FILE_ONLY, log_file_started
 from .run_state import describe_position
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,19 +50,54 @@ class TrainingInterrupted(SystemExit):
         return self.message
 
 
+def _say(text: str) -> None:
+    """One line to stderr from a signal handler (``os.write``: no buffered stream that the
+    interrupted code may be writing to); only the main process (``RANK`` 0) says it."""
+    if os.environ.get("RANK", "0") == "0":
+        try:
+            os.write(2, f"hookline: {text}\n".encode("utf-8", "replace"))
+        except OSError:  # stderr closed: nobody to tell
+            pass
+
+
+def last_checkpoint_note(work_dir: str | Path | None) -> str:
+    """``"the last checkpoint is X"`` (``work_dir``'s ``latest`` pointer), or that there
+    is none."""
+    latest = None
+    if work_dir is not None:
+        try:
+            latest = read_latest(work_dir)
+        except Exception:  # an unreadable pointer: as good as none here
+            latest = None
+    if latest is not None and latest.is_file():
+        return f"the last checkpoint is {latest} (--resume auto continues from it)"
+    return "this run has saved no checkpoint"
+
+
 class StopRequest:
-    """Records SIGTERM/SIGINT while active; a second SIGINT interrupts at once."""
+    """Records SIGTERM/SIGINT while active; a second SIGINT interrupts at once.
+
+    ``work_dir`` (the run's folder) lets the line a second Ctrl-C prints name the
+    last checkpoint."""
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
-    def __init__(self) -> None:
+    def __init__(self, work_dir: str | Path | None = None) -> None:
         self.signum: int | None = None
+        self.work_dir = work_dir
         self._previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.signum is not None and signum == signal.SIGINT:
+            _say(f"Ctrl-C again: stopping at once; no checkpoint saved for this stop; "
+                 f"{last_checkpoint_note(self.work_dir)}")
             raise KeyboardInterrupt
-        self.signum = signum
+        first = self.signum is None
+        self.signum = signum  # before saying so: a second signal may arrive while it is said
+        if first:
+            _say(f"{signal.Signals(signum).name} received: finishing the current stage (an "
+                 "iteration, a validation, a checkpoint save), then saving a checkpoint and "
+                 "stopping; Ctrl-C again stops at once without saving")
 
     def __enter__(self) -> StopRequest:
         if threading.current_thread() is threading.main_thread():
@@ -95,7 +141,28 @@ def interrupt_on_signal(runner: Runner, stop: StopRequest, group: Any = None) ->
     state = runner.state
     where = describe_position(*state.resume_point, by_epoch=state.by_epoch,
                               val_pending=state.val_pending)
+    command = getattr(runner, "resume_command", None)  # hookline train sets the one it ran
+    how = (f"Resume with: {command}" if isinstance(command, str) else
+           f"Resume with resume='auto' (hookline train ... --resume auto) or resume='{path}'")
     raise TrainingInterrupted(stop.signum or signal.SIGTERM, path, (
         f"stopped by {stop.name or 'a signal on another rank'} {where}; checkpoint saved to "
-        f"{path}. Resume with resume='auto' (hookline train ... --resume auto) or "
-        f"resume='{path}'"))
+        f"{path}. {how}"))
+
+
+def log_failure(logger: logging.Logger, mode: str, exc: BaseException,
+                work_dir: str | Path | None) -> None:
+    """Put what ended a ``mode`` run (``"train"`` ...) into ``log.txt`` only (the console
+    shows the error as it propagates): a failure as one ERROR line with its traceback, an
+    interruption (a second Ctrl-C) with the last checkpoint. A signal stop
+    (:class:`TrainingInterrupted`) is logged where it is raised; other exits are not. A run
+    that has written no line yet (a refused resume) writes none now: a failed start changes
+    no file of the run it tried to continue."""
+    if not log_file_started(logger):
+        return
+    if isinstance(exc, KeyboardInterrupt):
+        logger.error("%s interrupted (Ctrl-C): stopped at once, no checkpoint saved for this "
+                     "stop; %s", mode, last_checkpoint_note(work_dir), extra=FILE_ONLY)
+    elif isinstance(exc, Exception):
+        summary = " ".join(str(exc).split())[:500]
+        logger.error("%s failed: %s%s", mode, type(exc).__name__, f": {summary}" if summary
+                     else "", exc_info=exc, extra=FILE_ONLY)

@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
@@ -46,7 +47,7 @@ class ProgressBarHook(Hook):
 
     Args:
         enabled: None (default) shows bars only when ``file`` is an interactive
-            terminal; True always; False never.
+            terminal (not one with ``TERM=dumb``); True always; False never.
         file: where bars are drawn (default: the stream of the Runner's console
             log lines, stdout, looked up when a bar starts; ``sys.stderr``
             when the Runner logs to no console).
@@ -97,9 +98,12 @@ class ProgressBarHook(Hook):
         return console.stream if console is not None else sys.stderr
 
     def shows(self, runner: Runner | None = None) -> bool:
-        """Whether bars would be drawn now (``enabled``, or :meth:`stream` is a terminal)."""
+        """Whether bars would be drawn now (``enabled``, or :meth:`stream` is a terminal that
+        can redraw a line: not ``TERM=dumb``, which has no carriage return or cursor moves)."""
         if self.enabled is not None:
             return self.enabled
+        if os.environ.get("TERM") == "dumb":
+            return False
         isatty = getattr(self.stream(runner), "isatty", None)
         try:
             return bool(isatty()) if isatty is not None else False

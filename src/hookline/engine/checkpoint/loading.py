@@ -150,6 +150,24 @@ def _fail(path: Path, reason: str) -> NoReturn:
     raise CheckpointError(path, reason)
 
 
+_POINTER_SIZE = 4096  # a 'latest' pointer holds one file name
+
+
+def _refuse_pointer(path: Path) -> None:
+    """A :class:`CheckpointError` for a run's ``latest`` pointer file, naming the checkpoint
+    it points to (none when it cannot be read as a pointer: then it loads as any file)."""
+    try:
+        target = read_latest(path.parent)
+    except CheckpointError:
+        return
+    if target is None:
+        return
+    missing = "" if target.is_file() else ", which is missing"
+    raise CheckpointError(path, f"is the 'latest' pointer file, not a checkpoint: it names "
+                                f"the run's newest checkpoint, {target}{missing}; pass that path, "
+                                "or resume='auto' (hookline train ... --resume auto)")
+
+
 def load_checkpoint_file(
     path: PathLike,
     map_location: Any = "cpu",
@@ -215,6 +233,8 @@ def load_checkpoint_file(
         raise CheckpointError(path, "is a directory, not a file")
     if size == 0:
         raise CheckpointError(path, "empty file (0 bytes; a save that never completed?)")
+    if path.name == LATEST_FILENAME and size < _POINTER_SIZE:
+        _refuse_pointer(path)
     check = _Verification(path, in_background=size >= _VERIFY_ON_THREAD) if verify else None
     try:
         obj = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
