@@ -54,7 +54,7 @@ def test_event_and_bus_names_must_be_str():
 
 # -- hooks of the wrong shape ------------------------------------------------------------------------
 @pytest.mark.parametrize("register, expected", [
-    (lambda: save.pre(lambda args: None), r"save.pre hook .* cannot be called as hook\(args, kwargs\)"),
+    (lambda: save.pre(lambda args: None), r"save.pre hook .* takes \(args\) and cannot be called as hook\(args, kwargs\)"),
     (lambda: save.post(lambda result: None), r"hook\(result, args, kwargs\)"),
     (lambda: save.around(lambda call, args: None), r"hook\(call, args, kwargs\)"),
     (lambda: save.on_error(lambda exc, args, kwargs, extra: None), r"hook\(exc, args, kwargs\)"),

@@ -71,5 +71,5 @@ def check_shape(fn: Callable[..., Any], count: int, role: str, expected: str) ->
     try:
         signature.bind(*[_Placeholder()] * count)
     except TypeError as exc:
-        raise ConfigError(f"{role} {qualified_name(fn)} cannot be called as {expected} "
-                          f"({exc}); give it that signature") from None
+        raise ConfigError(f"{role} {qualified_name(fn)} takes {signature} and cannot be called "
+                          f"as {expected}; give it that signature") from None
