@@ -54,7 +54,8 @@ def test_event_and_bus_names_must_be_str():
 
 # -- hooks of the wrong shape ------------------------------------------------------------------------
 @pytest.mark.parametrize("register, expected", [
-    (lambda: save.pre(lambda args: None), r"save.pre hook .* takes \(args\) and cannot be called as hook\(args, kwargs\)"),
+    (lambda: save.pre(lambda args: None),
+     r"save.pre hook .* takes \(args\) and cannot be called as hook\(args, kwargs\)"),
     (lambda: save.post(lambda result: None), r"hook\(result, args, kwargs\)"),
     (lambda: save.around(lambda call, args: None), r"hook\(call, args, kwargs\)"),
     (lambda: save.on_error(lambda exc, args, kwargs, extra: None), r"hook\(exc, args, kwargs\)"),
@@ -167,3 +168,19 @@ def test_a_hook_error_from_inside_a_predicate_passes_through_unchanged():
     with pytest.raises(HookError, match="failing failed at inner") as info:
         outer.emit(1)
     assert info.value.hook is failing and info.value.filtering is None
+
+
+def test_register_as_a_decorator_on_a_method_in_a_class_body_is_refused():
+    """It would hook the plain function, called without ``self``; the bound method is what works."""
+    bus = EventBus()
+    with pytest.raises(ConfigError, match=r"Plugin.on_start in its class body.*plugin.on_start"):
+        class Plugin:
+            @bus.on("start")
+            def on_start(self, job):
+                return job
+
+    class Plugin2:
+        def on_start(self, job):
+            return job
+    bus.on("start", Plugin2().on_start)
+    assert bus.emit("start", "x") == ["x"]

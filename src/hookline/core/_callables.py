@@ -70,6 +70,6 @@ def check_shape(fn: Callable[..., Any], count: int, role: str, expected: str) ->
         return
     try:
         signature.bind(*[_Placeholder()] * count)
-    except TypeError as exc:
+    except TypeError:
         raise ConfigError(f"{role} {qualified_name(fn)} takes {signature} and cannot be called "
                           f"as {expected}; give it that signature") from None

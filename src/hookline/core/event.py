@@ -212,6 +212,20 @@ def _reporter(calls: _Calls) -> Callable[[BaseException, int], HookError]:
     return failure
 
 
+def _refuse_method_in_class_body(fn: Any, event: str) -> None:
+    """A :class:`ConfigError` for ``@event.register`` on a method in a class body: it would
+    register the plain function, which no instance is ever passed to as ``self``."""
+    code = getattr(fn, "__code__", None)
+    parts = getattr(fn, "__qualname__", "").split(".")
+    if (code is None or len(parts) < 2 or parts[-2] == "<locals>" or code.co_argcount < 1
+            or code.co_varnames[0] != "self"):
+        return
+    raise ConfigError(
+        f"@register on the method {'.'.join(parts)} in its class body would hook the plain "
+        f"function, called without self; register the bound method of an instance instead, "
+        f"e.g. event.register(plugin.{parts[-1]}) (bus.on({event!r}, plugin.{parts[-1]}))")
+
+
 class Event:
     """A hook point. ``register`` hooks, then ``emit`` to call them in priority order."""
 
@@ -271,8 +285,11 @@ class Event:
         level = Priority.get(priority)
         check_options(once, every, when)
         if fn is DECORATE:
-            return lambda f: self.register(f, priority=level, once=once, every=every, when=when,
-                                           _gate=_gate)
+            def decorate(f: Callable[..., Any]) -> HookHandle:
+                _refuse_method_in_class_body(f, self.name)
+                return self.register(f, priority=level, once=once, every=every, when=when,
+                                     _gate=_gate)
+            return decorate
         fn = hook_behind(fn)
         if not callable(fn):
             raise ConfigError(f"a hook must be callable, got {ConfigError.brief(fn)} for event "
