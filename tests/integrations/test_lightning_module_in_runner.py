@@ -130,6 +130,7 @@ def test_trainer_attributes_and_should_stop(tmp_path):
         def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None):
             trainer = runner.model.trainer
             seen.update(max_epochs=trainer.max_epochs, max_steps=trainer.max_steps,
+                        min_epochs=trainer.min_epochs, fit_min=trainer.fit_loop.min_epochs,
                         batches=trainer.num_training_batches, zero=trainer.is_global_zero,
                         world=trainer.world_size, rank=trainer.global_rank,
                         optimizers=trainer.optimizers, epoch=trainer.current_epoch,
@@ -140,9 +141,9 @@ def test_trainer_attributes_and_should_stop(tmp_path):
     runner.train()
     assert runner.iter == 4 and runner.epoch == 1  # stopped in the second epoch
     # after the 4th batch's step: global_step counts it (Lightning's, in on_train_batch_end)
-    assert seen == {"max_epochs": 3, "max_steps": -1, "batches": 3, "zero": True, "world": 1,
-                    "rank": 0, "optimizers": [runner.optimizer], "epoch": 1, "step": 4,
-                    "logger": True}
+    assert seen == {"max_epochs": 3, "max_steps": -1, "min_epochs": 0, "fit_min": 0, "batches": 3,
+                    "zero": True, "world": 1, "rank": 0, "optimizers": [runner.optimizer],
+                    "epoch": 1, "step": 4, "logger": True}
 
 
 def test_a_lightning_callback_gets_the_module_itself(tmp_path):

@@ -198,8 +198,10 @@ class LightningTrainer(TrainerAttributes, Hook):
         return -1 if self.runner.by_epoch else int(self.runner.max_iters)
 
     @property
-    def min_epochs(self) -> None:
-        return None
+    def min_epochs(self) -> int:
+        """0, as Lightning's is during ``fit`` when no ``min_epochs`` is given (hookline has
+        no minimum: early stopping may stop after any epoch)."""
+        return 0
 
     @property
     def should_stop(self) -> bool:

@@ -192,8 +192,10 @@ class FitLoop:
         return int(self.trainer.max_steps)
 
     @property
-    def min_epochs(self) -> None:
-        return None
+    def min_epochs(self) -> int:
+        """0, as Lightning's is during ``fit`` when no ``min_epochs`` is given (hookline has
+        no minimum: early stopping may stop after any epoch)."""
+        return 0
 
     @property
     def _batches_that_stepped(self) -> int:  # the name LearningRateMonitor reads
