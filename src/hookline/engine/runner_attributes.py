@@ -215,6 +215,10 @@ class RunnerAttributes:
         return None
 
     def _live_info(self) -> dict[str, Any]:
-        """What ``message_hub.get_info`` reports live (MMEngine's RuntimeInfoHook keys)."""
-        return {"epoch": self.epoch, "iter": self.iter, "max_epochs": self.max_epochs,
+        """What ``message_hub.get_info`` reports live (MMEngine's RuntimeInfoHook keys; an
+        iteration-based run reports ``max_epochs`` 1, as MMEngine's IterBasedTrainLoop)."""
+        max_epochs = self.max_epochs
+        if self.train_loop is not None and not self.by_epoch:
+            max_epochs = 1
+        return {"epoch": self.epoch, "iter": self.iter, "max_epochs": max_epochs,
                 "max_iters": self.max_iters}

@@ -12,16 +12,18 @@ Example::
     >>> import json, tempfile, pathlib, torch
     >>> from hookline.engine.visualizer import Visualizer
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> vis = Visualizer(save_dir=folder)
+    >>> vis = Visualizer(save_dir=folder)  # writes to folder/vis_data, as MMEngine's
     >>> vis.add_scalars({"loss": 0.5, "acc": torch.tensor(0.75)}, step=3)
     >>> vis.add_image("zeros", torch.zeros(4, 6, 3, dtype=torch.uint8), step=3)
-    >>> json.loads((folder / "scalars.json").read_text()), sorted(p.name for p in folder.rglob("*.png"))
+    >>> data = folder / "vis_data"
+    >>> json.loads((data / "scalars.json").read_text()), sorted(p.name for p in data.rglob("*.png"))
     ({'loss': 0.5, 'acc': 0.75, 'step': 3}, ['zeros_3.png'])
 """
 
 from __future__ import annotations
 
 import json
+import keyword
 import struct
 import weakref
 import zlib
@@ -72,8 +74,52 @@ def png_bytes(image: Any) -> bytes:
             + chunk(b"IEND", b""))
 
 
-def _scalar(value: Any) -> float:
+def _scalar(value: Any) -> float | int:
+    """A JSON number: ints stay ints (``"iter": 5``, as MMEngine writes them)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
     return to_float(value)
+
+
+def _literal(value: Any) -> str:
+    """``value`` as Python source: ``dict(a=1)`` for dicts with identifier keys (MMEngine's
+    config style), ``{'a b': 1}`` otherwise, lists, tuples and scalars as ``repr``."""
+    if isinstance(value, Mapping):
+        keys = list(value)
+        if all(isinstance(k, str) and k.isidentifier() and not keyword.iskeyword(k)
+               for k in keys):
+            return "dict(" + ", ".join(f"{k}={_literal(value[k])}" for k in keys) + ")"
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(value[k])}" for k in keys) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = ", ".join(_literal(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, Path):
+        return repr(str(value))
+    return repr(value)
+
+
+def config_text(config: Mapping[str, Any]) -> str:
+    """``config`` as a Python config file (MMEngine's ``Config.pretty_text`` style), one
+    ``key = value`` line per top-level key.
+
+    Example::
+
+        >>> print(config_text({"a": 1, "b": {"c": 2}, "c": ["x", (1,)]}))
+        a = 1
+        b = dict(c=2)
+        c = ['x', (1,)]
+    """
+    return "\n".join(f"{key} = {_literal(value)}" for key, value in config.items())
+
+
+def _config_as_text(config: Any) -> str:
+    """A dict config as :func:`config_text`; anything else as its ``pretty_text`` or ``str``."""
+    if isinstance(config, Mapping) and all(isinstance(k, str) for k in config):
+        return config_text(config)
+    text = getattr(config, "pretty_text", None)
+    return text if isinstance(text, str) else str(config)
 
 
 class LocalVisBackend:
@@ -98,9 +144,8 @@ class LocalVisBackend:
         return folder
 
     def add_config(self, config: Any, **kwargs: Any) -> None:
-        text = getattr(config, "pretty_text", None)
-        if not isinstance(text, str):
-            text = json.dumps(config, indent=2, default=repr, sort_keys=False)
+        """Write ``config`` as Python config text (:func:`config_text`)."""
+        text = _config_as_text(config)
         (self._folder() / self.config_save_file).write_text(text + "\n", encoding="utf-8")
 
     def add_image(self, name: str, image: Any, step: int = 0, **kwargs: Any) -> None:
@@ -113,7 +158,7 @@ class LocalVisBackend:
     def add_scalars(self, scalar_dict: Mapping[str, Any], step: int = 0,
                     file_path: str | None = None, **kwargs: Any) -> None:
         record = {name: _scalar(value) for name, value in scalar_dict.items()}
-        record["step"] = step
+        record.setdefault("step", step)  # a "step" of the dict's own wins, as in MMEngine
         line = json.dumps(record) + "\n"
         folder = self._folder()
         with open(folder / self.scalar_save_file, "a", encoding="utf-8") as out:
@@ -143,9 +188,7 @@ class TensorboardVisBackend:
         return self._writer
 
     def add_config(self, config: Any, **kwargs: Any) -> None:
-        text = getattr(config, "pretty_text", None)
-        self.experiment.add_text("config", text if isinstance(text, str) else
-                                 json.dumps(config, default=repr))
+        self.experiment.add_text("config", _config_as_text(config))
 
     def add_image(self, name: str, image: Any, step: int = 0, **kwargs: Any) -> None:
         self.experiment.add_image(name, image_tensor(image).numpy(), step, dataformats="HWC")
@@ -170,15 +213,30 @@ VIS_BACKENDS: dict[str, type] = {"LocalVisBackend": LocalVisBackend,
                                   "TensorboardVisBackend": TensorboardVisBackend}
 
 
+def _backend_specs(vis_backends: Any, has_save_dir: bool) -> list[Any]:
+    """``vis_backends`` as a list: one dict or backend object is wrapped (as MMEngine does);
+    None is one :class:`LocalVisBackend` when there is a ``save_dir``, else none."""
+    if vis_backends is None:
+        return [{"type": "LocalVisBackend"}] if has_save_dir else []
+    if isinstance(vis_backends, Mapping) or hasattr(vis_backends, "add_scalars"):
+        return [vis_backends]
+    if isinstance(vis_backends, (str, bytes)) or not isinstance(vis_backends, Sequence):
+        raise ConfigError(f"Visualizer vis_backends must be a backend config dict "
+                          f"(e.g. {{'type': 'LocalVisBackend'}}), a backend object or a list "
+                          f"of them, got {vis_backends!r}")
+    return list(vis_backends)
+
+
 class Visualizer:
     """Sends scalars, images and configs to its backends (main process only).
 
     Args:
         name: the instance's name (``get_instance`` looks it up).
-        save_dir: where backends without their own ``save_dir`` write.
-        vis_backends: backend objects or ``{"type": "LocalVisBackend" |
-            "TensorboardVisBackend", "save_dir": ...}`` configs; default: one
-            :class:`LocalVisBackend` when ``save_dir`` is given, else none.
+        save_dir: backends without their own ``save_dir`` write to ``save_dir/vis_data``
+            (as MMEngine's).
+        vis_backends: a backend object or ``{"type": "LocalVisBackend" |
+            "TensorboardVisBackend", "save_dir": ...}`` config, or a list of them;
+            default: one :class:`LocalVisBackend` when ``save_dir`` is given, else none.
     """
 
     _instances: ClassVar[weakref.WeakValueDictionary[str, Visualizer]] = \
@@ -186,14 +244,14 @@ class Visualizer:
     _current: ClassVar[weakref.ReferenceType[Visualizer] | None] = None
 
     def __init__(self, name: str = "visualizer", save_dir: str | Path | None = None,
-                 vis_backends: Sequence[Any] | None = None, **kwargs: Any) -> None:
+                 vis_backends: Any = None, **kwargs: Any) -> None:
         self.name = name
-        self.save_dir = Path(save_dir) if save_dir is not None else None
+        #: where backends without a ``save_dir`` of their own write: ``save_dir/vis_data``
+        self.save_dir = Path(save_dir) / "vis_data" if save_dir is not None else None
         self.dataset_meta: dict[str, Any] = {}
         self._vis_backends: dict[str, Any] = {}
-        if vis_backends is None:
-            vis_backends = [{"type": "LocalVisBackend"}] if save_dir is not None else []
-        for spec in vis_backends:
+        self._pending_config: Any = None  # add_config_with_first_record
+        for spec in _backend_specs(vis_backends, save_dir is not None):
             backend = self._build(spec)
             label = type(backend).__name__
             if label in self._vis_backends:
@@ -208,6 +266,10 @@ class Visualizer:
 
     def _build(self, spec: Any) -> Any:
         if not isinstance(spec, Mapping):
+            if not hasattr(spec, "add_scalars"):
+                raise ConfigError(f"each of Visualizer's vis_backends must be a config dict "
+                                  f"(e.g. {{'type': 'LocalVisBackend'}}) or a backend object, "
+                                  f"got {spec!r}")
             return spec
         options = dict(spec)
         kind = options.pop("type", None)
@@ -242,7 +304,33 @@ class Visualizer:
         return self._vis_backends.get(name)
 
     def _each(self) -> list[Any]:
-        return list(self._vis_backends.values()) if distributed.is_main_process() else []
+        backends = list(self._vis_backends.values()) if distributed.is_main_process() else []
+        pending = self._pending_config
+        if pending is not None and backends:  # the run's config goes with its first record
+            self._pending_config = None
+            for backend in backends:
+                backend.add_config(pending)
+        return backends
+
+    def add_config_with_first_record(self, config: Any) -> None:
+        """Write ``config`` (MMEngine's ``vis_data/config.py``) just before the first scalar,
+        image or config this visualizer writes, so a run that visualizes nothing leaves no
+        ``vis_data`` folder behind.
+
+        Example::
+
+            >>> import tempfile
+            >>> from pathlib import Path
+            >>> folder = Path(tempfile.mkdtemp())
+            >>> vis = Visualizer(save_dir=folder)
+            >>> vis.add_config_with_first_record({"lr": 0.1})
+            >>> (folder / "vis_data").exists()
+            False
+            >>> vis.add_scalar("loss", 1.0)
+            >>> (folder / "vis_data" / "config.py").read_text().strip()
+            'lr = 0.1'
+        """
+        self._pending_config = config
 
     def set_dataset_meta(self, dataset_meta: Mapping[str, Any]) -> None:
         self.dataset_meta = dict(dataset_meta)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime
 import logging
 import math
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,18 @@ def _duration(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
+#: keys averaged over a log step's iterations (MMEngine's LogProcessor ``mean_pattern``); any
+#: other key shows its latest value
+MEAN_PATTERN = re.compile(r".*(loss|time|data_time|grad_norm).*")
+
+
+def _smoothed(name: str, window: ScalarWindow) -> float:
+    """The window's mean for a key matching :data:`MEAN_PATTERN`, else its latest value."""
+    if MEAN_PATTERN.match(name):
+        return window.mean()
+    return ScalarWindow(window.values[-1:]).mean()
+
+
 def _train_line(where: str, record: dict[str, Any], values: dict[str, float], memory: int | None,
                 eta: float | None) -> str:
     """The text of a training log line (made on the logger's writer thread)."""
@@ -100,8 +113,10 @@ class LoggerHook(Hook):
     validation/test metrics after each evaluation, to the console, ``log.txt``
     (through ``runner.logger``) and ``metrics.jsonl``.
 
-    Training values are averaged over the iterations since the previous log
-    step; reading them is the only host-device sync, once per ``interval``.
+    Training values whose name matches :data:`MEAN_PATTERN` (losses, times,
+    ``grad_norm``: MMEngine's ``mean_pattern``) are averaged over the iterations
+    since the previous log step, any other value is its latest; reading them
+    is the only host-device sync, once per ``interval``.
     The ETA is the average wall time per iteration since training (re)started
     times the iterations left. Only the main process writes; on the others a
     log step does nothing (no averaging, so no host-device sync, and no
@@ -158,6 +173,8 @@ class LoggerHook(Hook):
         self._stream: Any = None
         self._start: tuple[float, int] | None = None
         self._path: tuple[Path, Path] | None = None  # (work_dir, its out_file)
+        #: the newest ``train/grad_norm`` record at the last log line (what is not news)
+        self._logged_norm: Any = None
 
     def __repr__(self) -> str:
         return f"LoggerHook(interval={self.interval}, by_epoch={self.by_epoch})"
@@ -235,6 +252,7 @@ class LoggerHook(Hook):
         # the training thread takes the windows and the position; the writer thread reads
         # the values (averaging is the log step's one host-device sync), then logs and writes
         windows = scalar_windows(runner, "train", count)
+        self._only_new_grad_norm(runner, windows, count)
         record: dict[str, Any] = {"mode": "train", "epoch": runner.epoch + 1,
                                   "iter": runner.iter + 1, **current_lrs(runner)}
         memory = self._memory_mb(runner)
@@ -247,12 +265,32 @@ class LoggerHook(Hook):
         run_with_lines(runner.logger, self._finish_train_log, runner, record, windows, where,
                        memory, self._eta(runner), time.time())
 
+    def _only_new_grad_norm(self, runner: Runner, windows: dict[str, ScalarWindow],
+                            count: int) -> None:
+        """Keep in ``windows`` only the ``grad_norm`` records of optimizer steps since the
+        last log line: with gradient accumulation (or a step that skipped clipping), an
+        iteration that did not step shows no grad_norm rather than the previous step's."""
+        if "grad_norm" not in windows:
+            return
+        buffer = runner.message_hub.get_scalar("train/grad_norm")
+        recent = buffer.recent(count)
+        new = len(recent)
+        for i in range(len(recent) - 1, -1, -1):  # the newest record the last line showed
+            if recent[i] is self._logged_norm:
+                new = len(recent) - 1 - i
+                break
+        if new:
+            windows["grad_norm"] = buffer.window(new)
+            self._logged_norm = recent[-1]
+        else:
+            del windows["grad_norm"]
+
     def _finish_train_log(self, runner: Runner, record: dict[str, Any],
                           windows: dict[str, ScalarWindow], where: str, memory: int | None,
                           eta: float | None, created: float) -> None:
         """Average the windows, publish the record (``message_hub.info["log_record"]``),
         log the line and append the record (on the logger's writer thread, in order)."""
-        values = {name: window.mean() for name, window in windows.items()}
+        values = {name: _smoothed(name, window) for name, window in windows.items()}
         record.update(values)
         runner.message_hub.info[LAST_RECORD_KEY] = record
         snapshot = dict(record)  # what is written: another hook may change the published record

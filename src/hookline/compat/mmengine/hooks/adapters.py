@@ -16,15 +16,21 @@ Example::
 
 from __future__ import annotations
 
+import json
+import logging
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from hookline.core import ConfigError
+from hookline.engine.checks import boolean, positive_int
+from hookline.engine.logs import log_queued
 from hookline.hooks import CheckpointHook as _CheckpointHook
 from hookline.hooks import EarlyStoppingHook as _EarlyStoppingHook
 from hookline.hooks import LoggerHook as _LoggerHook
+from hookline.hooks.log_steps import epoch_length
 
 
 def _refuse(owner: str, **options: Any) -> None:
@@ -94,7 +100,13 @@ class LoggerHook(_LoggerHook):
     """MMEngine's ``LoggerHook(interval=10, ignore_last=True, interval_exp_name=1000,
     out_dir=None, out_suffix=..., keep_local=True, file_client_args=None,
     log_metric_by_epoch=True, backend_args=None)``: hookline's log lines and
-    ``metrics.jsonl``, and every record also to ``runner.visualizer.add_scalars``."""
+    ``metrics.jsonl``, and every record also to ``runner.visualizer.add_scalars``
+    as MMEngine writes it: unprefixed keys, ``vis_data/scalars.json`` and
+    ``vis_data/<timestamp>.json``; training records carry ``epoch`` (epoch-based
+    runs) and ``iter``, stepped by the iteration; validation records are stepped
+    by the epoch (``log_metric_by_epoch``, the default) or the iteration. A test's
+    metrics go to ``<log_dir>/<timestamp>.json``. ``Exp name: <experiment_name>``
+    is logged every ``interval_exp_name`` iterations and at each epoch's end."""
 
     def __init__(self, interval: int = 10, ignore_last: bool = True,
                  interval_exp_name: int = 1000, out_dir: str | None = None,
@@ -104,19 +116,70 @@ class LoggerHook(_LoggerHook):
                  ) -> None:
         _refuse("LoggerHook", out_dir=out_dir, file_client_args=file_client_args,
                 backend_args=backend_args)
-        super().__init__(interval=interval, by_epoch=log_metric_by_epoch, ignore_last=ignore_last)
-        self.interval_exp_name = interval_exp_name
-        self.out_suffix = out_suffix
-        self.keep_local = keep_local
+        # MMEngine's log_metric_by_epoch only steps the validation records; the log lines
+        # follow the run (Epoch(train) in an epoch-based run)
+        super().__init__(interval=interval, by_epoch=True, ignore_last=ignore_last)
+        self.interval_exp_name = positive_int(interval_exp_name, "interval_exp_name",
+                                              owner="LoggerHook")
+        self.out_suffix = _suffixes(out_suffix)
+        self.keep_local = boolean(keep_local, "keep_local", owner="LoggerHook")
+        self.log_metric_by_epoch = boolean(log_metric_by_epoch, "log_metric_by_epoch",
+                                           owner="LoggerHook")
+
+    def after_train_iter(self, runner: Any, batch_idx: int, data_batch: Any = None,
+                         outputs: dict[str, Any] | None = None) -> None:
+        if runner.is_main_process and self._exp_name_due(runner, batch_idx):
+            log_queued(runner.logger, logging.INFO, f"Exp name: {runner.experiment_name}")
+        super().after_train_iter(runner, batch_idx, data_batch, outputs)
+
+    def _exp_name_due(self, runner: Any, batch_idx: int) -> bool:
+        """MMEngine's rule: every ``interval_exp_name`` iterations and at an epoch's end."""
+        if (runner.iter + 1) % self.interval_exp_name == 0:
+            return True
+        return bool(runner.by_epoch) and batch_idx + 1 == epoch_length(runner)
 
     def _write(self, runner: Any, record: dict[str, Any]) -> None:
         super()._write(runner, record)
-        scalars = {k: v for k, v in record.items()
-                   if isinstance(v, (int, float)) and not isinstance(v, bool)
-                   and k not in ("epoch", "iter")}
-        prefix = record.get("mode", "train")
-        runner.visualizer.add_scalars({f"{prefix}/{k}": v for k, v in scalars.items()},
-                                      step=int(record.get("iter", runner.iter)))
+        if not runner.is_main_process:
+            return
+        mode = record.get("mode", "train")
+        json_log = f"{runner.timestamp}.json"
+        scalars = _scalars(record)
+        if mode == "test":
+            _dump_json(Path(runner.log_dir) / json_log, scalars)
+            return
+        if mode == "train":
+            if runner.by_epoch:
+                scalars["epoch"] = record["epoch"]
+            scalars["iter"] = record["iter"]
+            step = int(record["iter"])
+        elif self.log_metric_by_epoch:  # an iteration-based run stays at epoch 0 in MMEngine
+            step = int(runner.epoch) if runner.by_epoch else 0
+        else:
+            step = int(runner.iter)
+        runner.visualizer.add_scalars(scalars, step=step, file_path=json_log)
+
+
+def _suffixes(out_suffix: Any) -> Any:
+    """``out_suffix`` checked as MMEngine does: a string or a sequence of strings."""
+    if isinstance(out_suffix, str) or (
+            isinstance(out_suffix, Sequence) and all(isinstance(s, str) for s in out_suffix)):
+        return out_suffix
+    raise ConfigError(f"LoggerHook out_suffix must be a string or a sequence of strings "
+                      f"(e.g. ('.json', '.log')), got {out_suffix!r}")
+
+
+def _scalars(record: dict[str, Any]) -> dict[str, Any]:
+    """The record's numbers, without hookline's position keys."""
+    return {k: v for k, v in record.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and k not in ("epoch", "iter")}
+
+
+def _dump_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as one JSON object to ``path`` (MMEngine's test-metrics file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
 
 
 class EarlyStoppingHook(_EarlyStoppingHook):
