@@ -29,13 +29,14 @@ def test_train_logs_the_header_to_console_and_file_and_the_hook_table_to_the_fil
         "data: train 60 samples, 8 batches per epoch; val 60 samples; test none",
         "batches: train fast path (indexing a TensorDataset); val fast path (indexing a "
         "TensorDataset); test none",
+        "schedulers: StepLR steps per iteration",
         f"work_dir: {tmp_path}",
     ]
     for text in (out, log):
         lines = text.splitlines()
         at = next(i for i, line in enumerate(lines) if "model: Net" in line)
-        assert [re.sub(TIMESTAMP, "", line) for line in lines[at:at + 4]] == header, text
-        assert all(re.match(TIMESTAMP, line) for line in lines[at:at + 4])
+        assert [re.sub(TIMESTAMP, "", line) for line in lines[at:at + 5]] == header, text
+        assert all(re.match(TIMESTAMP, line) for line in lines[at:at + 5])
         assert "Epoch(train) [1][5/8]" in text  # the header comes before the first log line
         assert text.index("model: Net") < text.index("Epoch(train)")
     assert "hooks by stage:" in log and "after_train_iter" in log

@@ -125,7 +125,10 @@ def fit_hookline(make_callbacks: Callable[[], list[Any]], *, epochs: int = 6, lr
     with contextlib.redirect_stdout(out):
         runner.train()
     weights = [net.weight.detach().numpy().copy(), net.bias.detach().numpy().copy()]
-    return Run(callbacks, weights, float(runner.optimizer.param_groups[0]["lr"]), out.getvalue(),
+    # what the callbacks printed (the Runner's own log lines go to the same stdout: left out)
+    printed = "".join(line for line in out.getvalue().splitlines(keepends=True)
+                      if " - hookline - " not in line)
+    return Run(callbacks, weights, float(runner.optimizer.param_groups[0]["lr"]), printed,
                counter.batches, runner)
 
 

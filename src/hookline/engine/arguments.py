@@ -66,8 +66,9 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
                           f"{model.__name__}(...) (or {{'type': '{model.__name__}'}})")
     if not isinstance(model, (torch.nn.Module, Mapping)):
         raise ConfigError(f"model must be a torch.nn.Module or a config dict, got {model!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ConfigError(f"seed must be an int, got {seed!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ConfigError(f"seed must be an int, or None (do not seed: the process's RNG state "
+                          f"as it is), got {seed!r}")
     check_device(device)
     check_fast_data(fast_data)
     positive_int(signal_sync_interval, "signal_sync_interval")
@@ -85,8 +86,7 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
     check_hooks_argument(hooks)
     check_default_hooks(default_hooks)
     if optimizer is not None and optim_wrapper is not None:
-        raise ConfigError("give optimizer= or optim_wrapper= (which holds its own optimizer), "
-                          "not both")
+        raise ConfigError(both_optimizers_message(optimizer, optim_wrapper))
     dummy = check_optimizer(optimizer) if optim_wrapper is None else \
         check_optim_wrapper(optim_wrapper)
     if wraps_model_optimizers(optim_wrapper):
@@ -296,6 +296,14 @@ FOREIGN_ARGUMENTS = {
                             "{'checkpoint': {'type': 'CheckpointHook', ...}} to set them",
     "logger": "default_hooks={'logger': {'type': 'LoggerHook', 'interval': n}} (None: off); "
               "scalars go to work_dir (metrics.jsonl) and runner.visualizer",
+    # MMEngine's Runner arguments hookline builds itself (as app/config_check explains them)
+    "visualizer": "nothing: the Runner makes runner.visualizer (a LocalVisBackend writing "
+                  "work_dir/<timestamp>/vis_data) for hooks; scalars also go to metrics.jsonl; "
+                  "for TensorBoard add hooks=[{'type': 'TensorboardLoggerHook'}]",
+    "log_processor": "default_hooks={'logger': {'type': 'LoggerHook', 'interval': n, "
+                     "'by_epoch': ...}}: log lines come from the LoggerHook, which averages "
+                     "losses and times over its interval (LogProcessor's window_size) and shows "
+                     "other values' latest",
 }
 
 
@@ -317,3 +325,17 @@ def check_unknown_arguments(unknown: Mapping[str, Any], accepted: Iterable[str])
             raise ConfigError(f"Runner got an unexpected argument {name!r}: pass "
                               f"{FOREIGN_ARGUMENTS[name]}")
         raise ConfigError.unknown("Runner argument", name, accepted)
+
+
+def both_optimizers_message(optimizer: Any, optim_wrapper: Any) -> str:
+    """The error for ``optimizer=`` given with ``optim_wrapper=``: for wrapper options
+    (``clip_grad``, ``accumulative_counts`` ...) without an optimizer, the form that works."""
+    message = "give optimizer= or optim_wrapper= (which holds its own optimizer), not both"
+    if isinstance(optim_wrapper, Mapping) and "optimizer" not in optim_wrapper:
+        shown = "<your optimizer>" if isinstance(optimizer, torch.optim.Optimizer) \
+            else repr(optimizer)
+        options = ", ".join(f"{k!r}: ..." for k in optim_wrapper)
+        message += (f": to use wrapper options ({options}) put the optimizer inside the "
+                    f"wrapper: optim_wrapper={{'optimizer': {shown}, {options}}} and no "
+                    "optimizer=")
+    return message

@@ -105,7 +105,7 @@ class ValLoop(BaseLoop):
         except Exception as exc:
             note_where(exc, f"hookline: raised in the {mode} step of batch {batch_idx}")
             raise
-        evaluator.process(outputs)
+        evaluator.process(outputs, data_batch)
         if hooks.stages[after]:
             hooks.callers[after](runner, batch_idx=batch_idx, data_batch=data_batch,
                                  outputs=outputs)

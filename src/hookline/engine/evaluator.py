@@ -105,9 +105,16 @@ class Evaluator:
             if _is_torchmetric(metric):
                 metric.reset()
 
-    def process(self, outputs: Mapping[str, Any] | Sequence[Any]) -> None:
+    def process(self, outputs: Mapping[str, Any] | Sequence[Any], data_batch: Any = None
+                ) -> None:
         """Take one batch's outputs (``preds``, ``targets`` and scalar entries), or its list
-        of data samples."""
+        of data samples.
+
+        Scalar entries are weighted by the batch's size: the length of ``targets``, else of
+        ``preds``, else of ``data_batch``'s first tensor, else 1. With metrics, the outputs
+        must hold ``preds`` and ``targets`` (or Hugging Face's names ``logits`` and
+        ``labels``, used when the first name is absent); a :class:`ConfigError` otherwise.
+        """
         if not isinstance(outputs, Mapping):
             if not isinstance(outputs, (list, tuple)):
                 raise TypeError(f"a validation or test step must return a dict or a list of "
@@ -115,9 +122,12 @@ class Evaluator:
             self._samples.extend(outputs)
             return
         preds, targets = outputs.get("preds"), outputs.get("targets")
-        size = len(targets) if isinstance(targets, torch.Tensor) and targets.dim() else 1
+        skip: tuple[str, ...] = ("preds", "targets")
+        if self.named_metrics and (preds is None or targets is None):
+            preds, targets, skip = self._metric_inputs(outputs)
+        size = batch_size(targets, preds, data_batch)
         for key, value in outputs.items():
-            if key in ("preds", "targets"):
+            if key in skip:
                 continue
             if not isinstance(value, torch.Tensor):  # a Python or NumPy number counts too
                 number = value if isinstance(value, (int, float)) and not isinstance(
@@ -137,8 +147,39 @@ class Evaluator:
                 metric.to(preds.device)
                 metric.update(preds, targets)
         if any(not _is_torchmetric(m) for m in self.metrics):
+            if self._preds:
+                self._check_same_layout(preds, targets)
             self._preds.append(preds.detach())
             self._targets.append(targets.detach())
+
+    def _metric_inputs(self, outputs: Mapping[str, Any]) -> tuple[Any, Any, tuple[str, ...]]:
+        """``(preds, targets, keys that are not scalars to average)`` of outputs that lack
+        ``preds`` or ``targets``: Hugging Face's ``logits`` / ``labels`` stand in; a
+        :class:`ConfigError` naming what is missing when they do not."""
+        preds_key = "preds" if "preds" in outputs else "logits"
+        targets_key = "targets" if "targets" in outputs else "labels"
+        preds, targets = outputs.get(preds_key), outputs.get(targets_key)
+        if preds is None or targets is None:
+            missing = [name for name, value in (("preds", preds), ("targets", targets))
+                       if value is None]
+            raise ConfigError(
+                f"metrics {list(self.named_metrics)} need 'preds' and 'targets' from every "
+                f"validation/test batch, but the step returned keys {list(outputs)} (missing: "
+                f"{' and '.join(repr(m) for m in missing)}). Return e.g. {{'loss': loss, "
+                "'preds': logits, 'targets': batch['labels']} (Hugging Face's names 'logits' "
+                "and 'labels' are accepted too), or drop metrics=")
+        return preds, targets, ("preds", "targets", preds_key, targets_key)
+
+    def _check_same_layout(self, preds: torch.Tensor, targets: torch.Tensor) -> None:
+        """A :class:`ConfigError` when a batch's predictions cannot be concatenated with the
+        first batch's (another shape after dim 0: e.g. sequences padded per batch)."""
+        first_p, first_t = self._preds[0], self._targets[0]
+        if preds.shape[1:] == first_p.shape[1:] and targets.shape[1:] == first_t.shape[1:]:
+            return
+        raise ConfigError(_layout_message(
+            [name for name, m in self.named_metrics.items() if not _is_torchmetric(m)],
+            f"this batch's preds {tuple(preds.shape)} / targets {tuple(targets.shape)} and "
+            f"the first batch's {tuple(first_p.shape)} / {tuple(first_t.shape)}"))
 
     def evaluate(self, size: int | None = None) -> dict[str, float]:  # noqa: ARG002  (MMEngine's signature)
         """MMEngine's name: :meth:`compute` the metrics, then :meth:`reset` for the next
@@ -165,6 +206,12 @@ class Evaluator:
             # which scalar keys and which prediction shapes exist on any rank
             everyone = distributed.all_gather_object((keys, layout, has_samples))
             keys = sorted({key for rank_keys, _, _ in everyone for key in rank_keys})
+            layouts = {rank_layout for _, rank_layout, _ in everyone if rank_layout}
+            if len(layouts) > 1:
+                raise ConfigError(_layout_message(
+                    [n for n, m in self.named_metrics.items() if not _is_torchmetric(m)],
+                    "the ranks' preds / targets (trailing shapes, dtypes) "
+                    + ", ".join(str(one) for one in sorted(layouts, key=str))))
             layout = next((rank_layout for _, rank_layout, _ in everyone if rank_layout), None)
             has_samples = any(flag for _, _, flag in everyone)
         if has_samples:
@@ -208,6 +255,37 @@ class Evaluator:
             elif value is not None:
                 results[name] = float(value.item() if isinstance(value, torch.Tensor) else value)
         return results
+
+
+def batch_size(targets: Any, preds: Any, data_batch: Any = None) -> int:
+    """How many samples a batch holds: the length of ``targets``, else of ``preds``, else
+    of the first tensor of ``data_batch`` (a tensor, or one in a dict, list or tuple), else 1.
+
+    Example::
+
+        >>> batch_size(None, None, {"input_ids": torch.zeros(3, 7, dtype=torch.long)})
+        3
+    """
+    for value in (targets, preds):
+        if isinstance(value, torch.Tensor) and value.dim():
+            return len(value)
+    values = (data_batch.values() if isinstance(data_batch, Mapping) else data_batch
+              if isinstance(data_batch, (list, tuple)) else (data_batch,))
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            return len(value) if value.dim() else 1
+    return 1
+
+
+def _layout_message(names: list[str], shapes: str) -> str:
+    """The error for predictions whose shapes differ between batches (or ranks)."""
+    return (f"metrics {names} are computed once on the whole epoch's preds and targets, "
+            f"concatenated along dim 0, but their shapes after dim 0 differ: {shapes}. "
+            "Batches padded to their own length (variable-length sequences) do not "
+            "concatenate; nothing is padded for you. Either flatten each batch in "
+            "validation_step and drop the padding (e.g. keep = labels != -100; return "
+            "{'preds': logits[keep], 'targets': labels[keep], ...}, shifted for a causal LM), "
+            "or use a torchmetrics Metric, which accumulates per batch")
 
 
 def _layout(preds: list[torch.Tensor], targets: list[torch.Tensor]) -> _Layout | None:

@@ -57,7 +57,8 @@ def _for_console(record: logging.LogRecord) -> bool:
 
 
 class ConsoleHandler(logging.StreamHandler[IO[str]]):
-    """The console handler of a Runner's logger (stdout by default).
+    """The console handler of a Runner's logger (by default ``sys.stdout``, looked up at
+    each line, so a redirection made after the Runner was built is followed).
 
     It skips records logged with ``extra=FILE_ONLY``. ``writer``, None by
     default (plain ``stream.write``), is replaceable: a progress bar sets it
@@ -89,8 +90,23 @@ class ConsoleHandler(logging.StreamHandler[IO[str]]):
 
     def __init__(self, stream: IO[str] | None = None) -> None:
         super().__init__(stream if stream is not None else sys.stdout)
+        self._follows_stdout = stream is None
         self.writer: ConsoleWriter | None = None
         self.addFilter(_for_console)
+
+    @property
+    def stream(self) -> IO[str]:
+        """Without a stream given: ``sys.stdout`` as it is at each line (a notebook cell's,
+        a ``redirect_stdout`` block's), not the one of when the handler was made."""
+        if self._follows_stdout:
+            return sys.stdout
+        return self._stream
+
+    @stream.setter
+    def stream(self, value: IO[str]) -> None:
+        """A stream assigned (``handler.stream = ...``, ``setStream``) is kept as it is."""
+        self._stream = value
+        self._follows_stdout = False
 
     def emit(self, record: logging.LogRecord) -> None:
         writer = self.writer
@@ -190,11 +206,21 @@ class _WriterFirst(logging.Filter):
 
 
 def make_logger(work_dir: Path | None, *, main_process: bool, console: bool = True,
-                level: int = logging.INFO) -> logging.Logger:
+                level: int | None = None) -> logging.Logger:
     """A fresh logger named ``hookline.runner.N`` writing to stdout (a
-    :class:`ConsoleHandler`) and ``log.txt``, with a writer thread for :func:`log_queued`."""
+    :class:`ConsoleHandler`) and ``log.txt``, with a writer thread for :func:`log_queued`.
+
+    Without ``level`` it has no level of its own: it follows the ``"hookline"`` logger,
+    which is set to INFO here unless it has a level already, so
+    ``logging.getLogger("hookline").setLevel(logging.WARNING)`` quiets every Runner (its
+    console and ``log.txt`` lines alike), before or after it is built.
+    """
+    package = logging.getLogger("hookline")
+    if package.level == logging.NOTSET:
+        package.setLevel(logging.INFO)
     logger = logging.getLogger(f"hookline.runner.{next(_COUNTER)}")
-    logger.setLevel(level)
+    if level is not None:
+        logger.setLevel(level)
     logger.propagate = False
     if not main_process:
         logger.addHandler(logging.NullHandler())

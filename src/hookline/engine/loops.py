@@ -232,6 +232,7 @@ class EpochBasedTrainLoop(TrainLoop):
 
     def run(self) -> torch.nn.Module:
         runner = self.runner
+        self._continue_stopped_epoch()
         runner.hooks.call(runner, "before_train")
         self._say_if_done()
         self._validate_pending()
@@ -245,6 +246,15 @@ class EpochBasedTrainLoop(TrainLoop):
         runner.hooks.call(runner, "after_train")
         runner.check_stop()  # a signal while training ended is not lost either
         return runner.model
+
+    def _continue_stopped_epoch(self) -> None:
+        """``train()`` again after a stop in the middle of an epoch: that epoch continues
+        where the state says it stopped (:meth:`RunState.continue_stopped_epoch`), its data
+        order replayed as a resume from a checkpoint replays it."""
+        start = self.state.continue_stopped_epoch()
+        if start:
+            self.runner.logger.info("train() again: continuing %s", describe_position(
+                self.epoch, start, self.iter))
 
     def run_epoch(self) -> bool:
         """One pass (the rest of it, after a resume), then the epoch-end stages; False when

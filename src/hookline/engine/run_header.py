@@ -31,6 +31,7 @@ from .amp_optim_wrapper import AmpOptimWrapper
 from .data import loader_length
 from .fast_batches import data_path
 from .logs import FILE_ONLY
+from .schedulers_per_optimizer import scheduler_pairs
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import Runner
@@ -84,16 +85,43 @@ def _samples(loader: Any) -> str:
                                  else "")
 
 
+def schedulers_line(schedulers: Any) -> str | None:
+    """``schedulers: LambdaLR steps per epoch, ...`` for the run's parameter schedulers
+    (None without any), with how to make an epoch-stepped one step every iteration.
+
+    Example::
+
+        >>> opt = torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
+        >>> warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
+        >>> schedulers_line([warmup]).split(" (")[0]
+        'schedulers: LambdaLR steps per epoch'
+        >>> warmup.by_epoch = False
+        >>> schedulers_line([warmup])
+        'schedulers: LambdaLR steps per iteration'
+    """
+    pairs = scheduler_pairs(schedulers)
+    if not pairs:
+        return None
+    line = "schedulers: " + ", ".join(
+        f"{type(s).__name__} steps per {'epoch' if by_epoch else 'iteration'}"
+        for s, by_epoch in pairs)
+    if any(by_epoch for _, by_epoch in pairs):
+        line += (" (a scheduler object steps per epoch unless it has by_epoch = False; "
+                 "a config: 'by_epoch': False)")
+    return line
+
+
 def run_header(runner: Runner) -> list[str]:
     """The header lines: model and parameters; device and precision; dataset sizes and
     batches per epoch; how each loader's batches are made (the fast path or the
-    DataLoader's iterator, and why); work_dir."""
+    DataLoader's iterator, and why); the parameter schedulers and whether each steps
+    per epoch or per iteration (when there are any); work_dir."""
     device = str(runner.device)
     if runner.world_size > 1:
         device += f" x {runner.world_size} processes"
     length = loader_length(runner.train_dataloader)
     batches = "batches per epoch unknown" if length is None else f"{length} batches per epoch"
-    return [
+    lines = [
         f"model: {type(runner.model).__name__}, {_parameters(runner.model)}; "
         f"{device}, {_precision(runner)}",
         f"data: train {_samples(runner.train_dataloader)}, {batches}; "
@@ -102,8 +130,11 @@ def run_header(runner: Runner) -> list[str]:
             f"{mode} {data_path(loader, enabled=runner.fast_data, device=runner.device).describe()}"
             for mode, loader in (("train", runner.train_dataloader),
                                  ("val", runner.val_dataloader), ("test", runner.test_dataloader))),
-        f"work_dir: {runner.work_dir}",
     ]
+    schedulers = schedulers_line(runner.param_schedulers)
+    if schedulers is not None:
+        lines.append(schedulers)
+    return [*lines, f"work_dir: {runner.work_dir}"]
 
 
 def log_run_header(runner: Runner) -> None:

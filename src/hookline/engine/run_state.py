@@ -127,6 +127,37 @@ class RunState:
         self._batch = start
         return start
 
+    def continue_stopped_epoch(self) -> int:
+        """``train()`` again after a run stopped in the middle of an epoch (an exception, a
+        KeyboardInterrupt): the epoch continues after its counted batches, as a resume from a
+        checkpoint written there would. An iteration whose ``after_train_iter`` hooks did not
+        all run is not counted: it runs again (as iteration-based runs do); an epoch whose
+        ``after_train_epoch`` hooks did not all run ends again, without running batches.
+        Returns the batch the epoch continues at (0: nothing to continue; a pending resume
+        batch, from a loaded checkpoint, is left as it is).
+
+        Example::
+
+            >>> state = RunState()
+            >>> for batch in range(3):
+            ...     state.complete_iter(batch); state.advance_iter()
+            >>> state.complete_iter(3)  # stopped in after_train_iter of the 4th iteration
+            >>> state.continue_stopped_epoch(), state.iter, state.resume_point
+            (3, 3, (0, 3, 3))
+        """
+        if not self.by_epoch or self._resume_batch or not self._batch:
+            return 0
+        batch = self._batch
+        epoch_point, point_batch, point_iter = self._point
+        if epoch_point != self._epoch:  # stopped in the epoch-end hooks: they run again
+            self._val_pending = self._val_computed = False
+        elif (point_batch, point_iter) == (batch, self._iter + 1):  # iteration not counted
+            batch -= 1
+            self._val_pending = False
+        self._resume_batch = self._batch = batch
+        self._point = (self._epoch, batch, self._iter)
+        return batch
+
     def complete_iter(self, batch_in_epoch: int, val_due: bool = False) -> None:
         """An iteration's step ran (``batch_in_epoch`` is its 0-based index in the epoch);
         ``val_due``: validation follows it (iteration-based runs)."""

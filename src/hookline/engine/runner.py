@@ -40,6 +40,7 @@ from .arguments import (
     ddp_options,
     resume_and_load_from,
 )
+from .base_loop import holding_runner
 from .checkpoint import CheckpointError, CheckpointWriter
 from .checks import positive_int
 from .config_dict import ConfigDict, plain_arguments
@@ -52,6 +53,7 @@ from .logs import close_logger, make_logger, set_current_logger
 from .loops import TestLoop, TrainLoop, ValLoop, train_loop_config
 from .message_hub import MessageHub
 from .optimization import build_run_optimization
+from .optimizer_coverage import check_optimizer_coverage, check_training_wrapper
 from .registries import DATASETS, LOOPS, LOSSES, MODELS
 from .run_header import log_run_header
 from .run_state import RunState
@@ -67,6 +69,27 @@ if TYPE_CHECKING:  # pragma: no cover
     from .optim_wrapper import OptimWrapperLike
 
 
+def _weak_method(method: Callable[..., Any], dead: Any) -> Callable[..., Any]:
+    """``method`` (a bound method) called through a weak reference to its object: ``dead``
+    once the object is gone.
+
+    Example::
+
+        >>> class Box:
+        ...     def value(self): return 1
+        >>> box = Box(); call = _weak_method(box.value, None)
+        >>> call(), (box := None), call()
+        (1, None, None)
+    """
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> Any:
+        bound = ref()
+        return dead if bound is None else bound(*args)
+
+    return call
+
+
 class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
     """Runs training (``train``), validation (``val``) and test (``test``) loops with hooks.
 
@@ -74,6 +97,11 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
     an optimizer (object or ``{"type": "SGD", "lr": 0.1}``) or an
     ``optim_wrapper`` config, a loss function (unless the model has
     ``training_step``), dataloaders, and exactly one of ``max_epochs`` / ``max_iters``.
+    ``seed`` (default 0): every Runner seeds Python's, NumPy's and torch's global RNGs
+    with it as it is built (so a sweep that varies ``torch.manual_seed`` before building
+    Runners must vary ``seed=`` instead, or pass ``seed=None``); ``seed=None``: nothing is
+    seeded, the process's RNG state is used as it is (the data order of the loaders
+    hookline rebuilds is still fixed by seed 0 and the epoch, so resumes stay exact).
     ``fast_data=False``: batches from the DataLoader's iterator, never by indexing.
     ``find_unused_parameters`` and ``model_wrapper_cfg`` (MMEngine's keys) configure the
     DistributedDataParallel wrapper of multi-process runs (unused on one process).
@@ -87,7 +115,7 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
                  max_iters: int | None = None, val_interval: int | None = None,
                  train_loop: str | Mapping[str, Any] | None = None,
                  work_dir: str | Path | None = None, hooks: Sequence[Hook | Mapping[str, Any]] = (),
-                 default_hooks: Mapping[str, Any] | None = None, seed: int = 0,
+                 default_hooks: Mapping[str, Any] | None = None, seed: int | None = 0,
                  device: str | torch.device = "auto", resume: str | Path | bool | None = None,
                  load_from: str | Path | None = None, config: Mapping[str, Any] | None = None,
                  fast_data: bool = True, signal_sync_interval: int = 1,
@@ -120,11 +148,16 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
             max_epochs=max_epochs, max_iters=max_iters, val_interval=val_interval,
             train_loop=train_loop, work_dir=None if work_dir is None else str(work_dir),
             default_hooks=default_hooks, seed=seed))
-        self.seed = seed
+        #: the data order's seed: ``seed``, 0 with ``seed=None`` (orders stay replayable)
+        self.seed: int = 0 if seed is None else seed
+        #: whether this Runner seeded Python's, NumPy's and torch's global RNGs (``seed=None``:
+        #: it did not; the process's RNG state is used as it is)
+        self.seeded = seed is not None
         self.fast_data = fast_data  # batches by indexing where exact (docs/engine.md, fast data path)
         #: iterations between the ranks' agreement on a stop signal (see :meth:`check_stop`)
         self.signal_sync_interval = signal_sync_interval
-        seed_everything(seed)
+        if seed is not None:
+            seed_everything(seed)
         #: whether this Runner started the process group (it then destroys it at exit)
         self._owns_process_group = distributed.init_from_env(str(device))
         self.rank, self.world_size = distributed.get_rank(), distributed.get_world_size()
@@ -143,11 +176,15 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
         self.experiment_name: str = str(self.cfg.get("experiment_name")
                                         or f"{self.work_dir.name}_{self.timestamp}")
         self.message_hub = MessageHub()
-        self.message_hub.live_info = self._live_info
-        self.message_hub.live_scalar = self._live_scalar
-        #: scalars, images and the config to ``work_dir/<timestamp>/vis_data`` (written on use)
+        # weakly: the hub is the Runner's, and a bound method would hold the Runner in a cycle
+        self.message_hub.live_info = _weak_method(self._live_info, {})
+        self.message_hub.live_scalar = _weak_method(self._live_scalar, None)
+        #: scalars, images and the config to ``work_dir/<timestamp>/vis_data`` (written on use;
+        #: the Visualizer adds ``vis_data``, as MMEngine's)
         self.visualizer = Visualizer(name=self.experiment_name,
-                                     save_dir=self.work_dir / self.timestamp / "vis_data")
+                                     save_dir=self.work_dir / self.timestamp)
+        if self.config:  # MMEngine's vis_data/config.py, with the first scalar or image
+            self.visualizer.add_config_with_first_record(self.config)
         self._setup_model(model, loss_fn, ddp_options(find_unused_parameters, model_wrapper_cfg))
         self._optim_wrapper: OptimWrapperLike | None = None
         self.metrics = build_metrics(metrics)  # with neither optimizer: configure_optimizers()
@@ -171,6 +208,8 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
         self._train_step: Callable[..., dict[str, Any]] | None = None
         self._eval_steps: dict[str, Callable[..., Any]] = {}
         self._stop: StopRequest | None = None
+        self._coverage_warned = False  # parameters no optimizer updates: said once per Runner
+        self._closed = False  # see close()
         #: the run in progress, ``"train"``, ``"val"`` or ``"test"`` (None between runs): what
         #: hooks read when a checkpoint is loaded as a run starts, before its first stage
         self.running: str | None = None
@@ -247,6 +286,7 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
         if self._optim_wrapper is None and not hasattr(self.model, "train_step"):
             raise ConfigError("train() needs an optimizer: pass optimizer= (e.g. {'type': 'SGD', "
                               "'lr': 0.01}) or optim_wrapper=, or give the model configure_optimizers()")
+        self._check_optimizer_coverage()
         with self._running("train"), StopRequest(self.work_dir) as self._stop:
             self._load_or_resume(training=True)
             log_run_header(self)  # the hook table goes to log.txt only
@@ -254,6 +294,15 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
             self.train_loop.run()
         self._stop = None
         return self.model
+
+    def _check_optimizer_coverage(self) -> None:
+        """The optimizer updates ``runner.model`` (a model assigned since the Runner was built
+        is refused), and a warning, once per Runner, names trainable parameters it leaves out
+        (see :mod:`~hookline.engine.optimizer_coverage`)."""
+        check_training_wrapper(self.model, self.ddp_model)
+        missing = check_optimizer_coverage(self.model, self._optim_wrapper, self.logger,
+                                           warn=not self._coverage_warned, extra=self.loss_fn)
+        self._coverage_warned = self._coverage_warned or bool(missing)
 
     def val(self) -> dict[str, float]:
         """Run the validation loop once; returns the metrics."""
@@ -272,6 +321,15 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
 
     @contextlib.contextmanager
     def _running(self, mode: str) -> Iterator[None]:
+        if self._closed:
+            raise ConfigError(f"{mode}() on a Runner that was closed (runner.close(), or the end "
+                              "of its `with Runner(...) as runner:` block): build a new Runner")
+        with holding_runner(self, [self.train_loop, self.val_loop, self.test_loop]), \
+                self._running_mode(mode):
+            yield
+
+    @contextlib.contextmanager
+    def _running_mode(self, mode: str) -> Iterator[None]:
         self._train_step, self._eval_steps = None, {}  # the model may have changed between runs
         self.running = mode
         self.message_hub.make_current()
@@ -331,6 +389,28 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
             elif not after_iteration or self.state.iter % self.signal_sync_interval == 0:
                 interrupt_on_signal(self, stop, group)
         return self.state.stop_training
+
+    def close(self) -> None:
+        """Release what the Runner holds open: finish background checkpoint writes, end the
+        logger's writer thread and close ``log.txt``, close the visualizer's files, drop the
+        last outputs and the cached steps. Idempotent; a closed Runner refuses to run again
+        (``ConfigError``: build a new one). ``with Runner(...) as runner:`` closes it at the
+        end of the block."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.checkpoint_writer.close()
+        finally:
+            self.visualizer.close()
+            close_logger(self.logger)
+            self.outputs, self._train_step, self._eval_steps = None, None, {}
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def release_distributed(self) -> Any:
         """Drop what holds the process group: the DistributedDataParallel wrapper and the

@@ -14,7 +14,9 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -115,6 +117,8 @@ def make_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, mode: 
     if method is not None:
         where = f"{type(model).__name__}.{name}"
         arity = step_arity(method, where)
+        if mode == "train":
+            warn_uncompiled_step(model, name)
 
         def own_step(batch: Any, batch_idx: int = 0) -> Any:
             outputs = (method(batch) if arity == 1 else method(batch, batch_idx) if arity == 2
@@ -125,15 +129,9 @@ def make_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, mode: 
                 return None if mode == "train" else {}
             if mode != "train" and isinstance(outputs, (list, tuple)):
                 return list(outputs)  # data samples (MMEngine's val_step): the metrics get them
-            if not isinstance(outputs, Mapping) or (mode == "train" and "loss" not in outputs):
-                raise TypeError(
-                    f"{where} must return a loss tensor or a dict with a 'loss' entry (plus "
-                    "anything to log)"
-                    + (", or None to skip the batch" if mode == "train"
-                       else ", a list of data samples, or None")
-                    + f", got {type(outputs).__name__}"
-                )
-            return dict(outputs)
+            if isinstance(outputs, Mapping) and (mode != "train" or "loss" in outputs):
+                return dict(outputs)
+            return other_outputs(outputs, where, mode)
         return own_step
     if mode == "train":
         def train_step(batch: Any, batch_idx: int = 0) -> dict[str, Any]:  # noqa: ARG001
@@ -174,6 +172,7 @@ def make_train_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None,
     """
     own = getattr(model, "train_step", None)
     if own is not None:
+        warn_uncompiled_step(model, "train_step")
         if ddp is not None and uses_compat_train_step(model):
             return ddp_base_model_step(model, ddp, optim_wrapper)
         if isinstance(ddp, OwnStepSync):
@@ -194,15 +193,85 @@ def make_train_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None,
         forward = make_step(model, loss_fn, "train")
     context = optim_wrapper.optim_context
     update = optim_wrapper.update_params
+    source = loss_source(model, loss_fn)
 
     def step(batch: Any, batch_idx: int = 0) -> dict[str, Any]:
         with context(net):
             outputs = forward(batch, batch_idx)
         if outputs is None:  # training_step returned None: skip this batch's update
             return {}
-        update(outputs["loss"])
+        loss = outputs["loss"]
+        if loss is None:
+            raise TypeError(none_loss_message(source, batch))
+        update(loss)
         return outputs
     return step
+
+
+def other_outputs(outputs: Any, where: str, mode: str) -> dict[str, Any]:
+    """A step's outputs that are not a dict: a dataclass's fields (a model's output
+    object, e.g. ``Output(loss=..., logits=...)``), else a TypeError saying what is accepted."""
+    fields = fields_of(outputs)
+    if fields is not None and (mode != "train" or "loss" in fields):
+        return fields
+    raise TypeError(
+        f"{where} must return a loss tensor or a dict with a 'loss' entry (plus anything to "
+        "log; a Mapping or a dataclass with a 'loss' field counts as that dict)"
+        + (", or None to skip the batch" if mode == "train"
+           else ", a list of data samples, or None")
+        + f", got {_got(outputs)}"
+    )
+
+
+def loss_source(model: torch.nn.Module, loss_fn: Callable[..., Any] | None) -> str:
+    """What computes the training loss, for messages: ``Net.training_step`` or ``loss_fn``."""
+    if own_method(model, "training_step") is not None:
+        return f"{type(model).__name__}.training_step"
+    return "loss_fn" if loss_fn is not None else f"{type(model).__name__}'s training step"
+
+
+def none_loss_message(source: str, batch: Any) -> str:
+    """The error for a loss that is None (a Hugging Face-style forward without labels)."""
+    keys = (f"; the batch has keys {sorted(map(str, batch))}" if isinstance(batch, Mapping)
+            else "")
+    return (f"{source} returned a loss of None, which cannot be trained on: are the labels "
+            f"missing from the batch (a model's forward returns loss=None without them)?{keys}")
+
+
+def fields_of(outputs: Any) -> dict[str, Any] | None:
+    """A dataclass instance's fields as a dict (shallow: the tensors themselves), else None."""
+    if dataclasses.is_dataclass(outputs) and not isinstance(outputs, type):
+        return {f.name: getattr(outputs, f.name) for f in dataclasses.fields(outputs)}
+    return None
+
+
+def _got(outputs: Any) -> str:
+    """``dict with keys [...]`` for a mapping, else the type's name (for error messages)."""
+    if isinstance(outputs, Mapping) or fields_of(outputs) is not None:
+        keys = list(outputs) if isinstance(outputs, Mapping) else list(fields_of(outputs) or ())
+        return f"{type(outputs).__name__} with keys {keys}"
+    return type(outputs).__name__
+
+
+def is_compiled(model: Any) -> bool:
+    """Whether ``model`` is ``torch.compile(module)``'s wrapper (without importing dynamo)."""
+    return type(model).__name__ == "OptimizedModule" and hasattr(model, "_orig_mod")
+
+
+def warn_uncompiled_step(model: Any, name: str) -> None:
+    """Warn when a compiled model's step method would run the uncompiled module.
+
+    ``torch.compile(net)`` compiles ``net.forward`` only; ``training_step`` is
+    looked up on the inner module, whose ``self(...)`` is the plain forward.
+    """
+    if is_compiled(model):
+        inner = type(getattr(model, "_orig_mod")).__name__  # noqa: B009  (a private name)
+        warnings.warn(
+            f"the model is torch.compile({inner}), but {inner}.{name} runs on the uncompiled "
+            f"module (torch.compile compiles forward only; {name} calls self(...) on "
+            f"{inner}): nothing is compiled. Compile inside the module instead, e.g. "
+            "self.net = torch.compile(self.net) in __init__, and pass the plain module",
+            UserWarning, stacklevel=3)
 
 
 def _own_update(model: torch.nn.Module, own: Callable[..., Any],
@@ -250,11 +319,28 @@ def split_batch(batch: Any, model: torch.nn.Module, mode: str = "train") -> tupl
     if isinstance(batch, (tuple, list)) and len(batch) == 2:
         return batch[0], batch[1]
     method = "validation_step (or test_step)" if mode == "test" else _METHODS[mode]
+    if isinstance(batch, Mapping):
+        raise TypeError(
+            f"batches must be (inputs, targets) pairs, got dict (keys {sorted(map(str, batch))}); "
+            f"{type(model).__name__} has no {method}(batch) to take them, and loss_fn= "
+            "computes loss_fn(model(inputs), targets) on pairs only. For dict batches "
+            f"(Hugging Face style), define {_DICT_STEP[mode]}"
+        )
     raise TypeError(
         f"batches must be (inputs, targets) pairs, got {type(batch).__name__}; "
         f"{type(model).__name__} has no {method}(batch) to take them ({mode}: add one, or "
         "collate the batches into pairs)"
     )
+
+
+#: the step method to write for dict batches, by mode (error messages)
+_DICT_STEP = {
+    "train": "training_step(self, batch, batch_idx) returning the loss, e.g. "
+             "return self(**batch).loss (or a dict with a 'loss' entry)",
+    "val": "validation_step(self, batch, batch_idx) returning e.g. {'loss': out.loss, "
+           "'preds': out.logits, 'targets': batch['labels']} with out = self(**batch)",
+}
+_DICT_STEP["test"] = _DICT_STEP["val"]
 
 
 def check_contract(model: torch.nn.Module, loss_fn: Callable[..., Any] | None) -> None:
@@ -263,8 +349,11 @@ def check_contract(model: torch.nn.Module, loss_fn: Callable[..., Any] | None) -
             and not hasattr(model, "train_step"):
         raise ConfigError(
             f"{type(model).__name__} has no training_step(batch) (nor MMEngine's "
-            "train_step(data, optim_wrapper)); pass loss_fn= "
-            "(e.g. torch.nn.CrossEntropyLoss()) so the Runner computes loss_fn(model(x), y)"
+            "train_step(data, optim_wrapper)). For (inputs, targets) batches, pass loss_fn= "
+            "(e.g. torch.nn.CrossEntropyLoss()) so the Runner computes loss_fn(model(x), y); "
+            "for dict batches (Hugging Face style, forward(**batch) returning the loss), define "
+            "training_step(self, batch, batch_idx) returning the loss, e.g. "
+            "return self(**batch).loss (or a dict with a 'loss' entry)"
         )
 
 

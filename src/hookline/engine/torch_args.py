@@ -214,8 +214,12 @@ def check_optimizer(spec: Any, where: str = "optimizer") -> torch.optim.Optimize
     label = _label(target, spec["type"])
     kwargs = {k: v for k, v in spec.items() if k != "type"}
     if "params" in kwargs:
-        raise ConfigError(f"{where}.params is filled in by the Runner (the model's parameters); "
-                          "remove it")
+        raise ConfigError(f"{where}.params is filled in by the Runner (all the model's "
+                          "parameters); remove it. For param groups (e.g. no weight decay on "
+                          "biases and norms), build the optimizer yourself and pass the object: "
+                          f"{where}=torch.optim.AdamW(groups, lr=...) (or optim_wrapper="
+                          "{'optimizer': that object, 'clip_grad': ...}), or define "
+                          "configure_optimizers() on the model")
     _call_check(target, {**kwargs, "params": None}, f"optimizer type {label!r}", where)
     check_values(target, kwargs, where)
     if "lr" in kwargs and not isinstance(kwargs["lr"], torch.Tensor):

@@ -238,6 +238,7 @@ def test_work_dir_is_a_str_and_call_hook_checks_names_and_keeps_the_mode(tmp_pat
         make_runner(tmp_path / "b", max_epochs=1, hooks=[Typo()]).train()
     assert isinstance(err.value.original, ConfigError)
     assert "'after_val_epoch'" in str(err.value.original)
-    view = runner_view(make_runner(tmp_path / "c"))
+    runner = make_runner(tmp_path / "c")  # a view holds its Runner weakly: keep the Runner
+    view = runner_view(runner)
     view.work_dir = tmp_path / "d"
     assert view.work_dir == str(tmp_path / "d")

@@ -89,30 +89,67 @@ def other_shapes(model: torch.nn.Module, weights: Mapping[str, Any]) -> list[str
             and own[key].shape != value.shape]
 
 
-_DDP_PREFIX = "module."
+#: key prefixes of wrappers around a model: raw DistributedDataParallel's ``module.`` and
+#: ``torch.compile``'s ``_orig_mod.`` (OptimizedModule)
+_WRAPPER_PREFIXES = ("module.", "_orig_mod.")
+_COMPILED = "_orig_mod."
+
+
+def unwrapped_model(model: torch.nn.Module) -> torch.nn.Module:
+    """The module inside ``torch.compile(model)``'s wrapper (``OptimizedModule``), else
+    ``model``: what a checkpoint's ``state_dict`` is taken from, so its keys have no
+    ``_orig_mod.`` prefix and load into the plain model.
+
+    Example::
+
+        >>> unwrapped_model(torch.nn.Linear(2, 1)).__class__.__name__
+        'Linear'
+    """
+    inner = getattr(model, "_orig_mod", None)
+    while type(model).__name__ == "OptimizedModule" and isinstance(inner, torch.nn.Module):
+        model = inner
+        inner = getattr(model, "_orig_mod", None)
+    return model
 
 
 def without_ddp_prefix(model: torch.nn.Module, checkpoint: Mapping[str, Any]
                        ) -> Mapping[str, Any]:
-    """``checkpoint`` with the ``module.`` prefix cut from its ``state_dict`` keys when every
-    key has it (saved from a raw DistributedDataParallel wrapper, as MMEngine's
-    ``load_checkpoint`` strips) and this model's keys do not; else ``checkpoint`` itself.
+    """``checkpoint`` with its ``state_dict`` keys' wrapper prefixes made to match the model's.
+
+    A checkpoint saved from a raw DistributedDataParallel wrapper (``module.``,
+    as MMEngine's ``load_checkpoint`` strips) or from ``torch.compile(model)``
+    (``_orig_mod.``) loads into the plain model, and a plain checkpoint into a
+    compiled one; keys that every checkpoint key and every model key share
+    (a submodule called ``module``) are left alone. Unchanged: ``checkpoint`` itself.
 
     Example::
 
         >>> ckpt = {"state_dict": {"module.weight": torch.zeros(2, 4), "module.bias": torch.zeros(2)}}
         >>> sorted(without_ddp_prefix(torch.nn.Linear(4, 2), ckpt)["state_dict"])
         ['bias', 'weight']
+        >>> ckpt = {"state_dict": {"_orig_mod.weight": torch.zeros(2, 4), "_orig_mod.bias": torch.zeros(2)}}
+        >>> sorted(without_ddp_prefix(torch.nn.Linear(4, 2), ckpt)["state_dict"])
+        ['bias', 'weight']
     """
     weights = checkpoint.get("state_dict")
     if not isinstance(weights, Mapping) or not weights or not all(
-            isinstance(key, str) and key.startswith(_DDP_PREFIX) for key in weights):
+            isinstance(key, str) for key in weights):
         return checkpoint
-    own = model.state_dict()
-    if own and all(key.startswith(_DDP_PREFIX) for key in own):
-        return checkpoint  # the model's own keys start so (a submodule called "module")
+    own = list(model.state_dict())
+    keys = list(weights)
+    while True:  # cut the wrappers' prefixes that every saved key has and the model's do not
+        cut = next((p for p in _WRAPPER_PREFIXES if all(k.startswith(p) for k in keys)
+                    and not (own and all(k.startswith(p) for k in own))), None)
+        if cut is None:
+            break
+        keys = [key[len(cut):] for key in keys]
+    if own and all(k.startswith(_COMPILED) for k in own) and not all(
+            k.startswith(_COMPILED) for k in keys):  # into torch.compile(model)
+        keys = [_COMPILED + key for key in keys]
+    if keys == list(weights):
+        return checkpoint
     revised = dict(checkpoint)
-    revised["state_dict"] = {key[len(_DDP_PREFIX):]: value for key, value in weights.items()}
+    revised["state_dict"] = dict(zip(keys, weights.values()))
     return revised
 
 

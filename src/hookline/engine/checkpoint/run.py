@@ -39,7 +39,7 @@ from ..schedulers_per_optimizer import load_scheduler_state, scheduler_pairs
 from .atomic import LATEST_FILENAME, remove_temp_files, write_checkpoint
 from .content import make_meta, serialize, to_plain
 from .errors import CheckpointError, NoResumableCheckpointError
-from .fit import check_fits, other_shapes, without_ddp_prefix
+from .fit import check_fits, other_shapes, unwrapped_model, without_ddp_prefix
 from .loading import load_checkpoint_file, resumable_checkpoints
 from .names import is_checkpoint_name
 from .undo import Undo
@@ -74,7 +74,8 @@ def collect(runner: Runner, *, save_optimizer: bool = True) -> dict[str, Any]:
         meta["epoch_length"] = loop.epoch_length
     checkpoint: dict[str, Any] = {
         "meta": meta,
-        "state_dict": {k: v.detach().cpu() for k, v in runner.model.state_dict().items()},
+        "state_dict": {k: v.detach().cpu()  # torch.compile's wrapper: the plain model's keys
+                       for k, v in unwrapped_model(runner.model).state_dict().items()},
         "rng": get_rng_state(),
     }
     wrapper = runner.optim_wrapper
