@@ -20,12 +20,11 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import logging
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,8 +39,7 @@ from .arguments import (
     ddp_options,
     resume_and_load_from,
 )
-from .base_loop import holding_runner
-from .checkpoint import CheckpointError, CheckpointWriter
+from .checkpoint import CheckpointWriter
 from .checks import positive_int
 from .config_dict import ConfigDict, plain_arguments
 from .data import build_dataloader, check_has_batches, loader_length
@@ -60,8 +58,9 @@ from .run_state import RunState
 from .runner_attributes import RunnerAttributes
 from .runner_checkpoints import RunnerCheckpoints
 from .runner_hooks import RunnerHooks
+from .runner_lifetime import RunnerLifetime
 from .schedulers_per_optimizer import with_by_epoch
-from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal, log_failure
+from .signals import StopRequest
 from .step import check_contract, make_step, make_train_step, wrap_for_training
 from .visualizer import Visualizer
 
@@ -90,7 +89,7 @@ def _weak_method(method: Callable[..., Any], dead: Any) -> Callable[..., Any]:
     return call
 
 
-class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
+class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
     """Runs training (``train``), validation (``val``) and test (``test``) loops with hooks.
 
     See docs/engine.md for every argument; the short version: give a model,
@@ -319,43 +318,6 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
             self._load_or_resume()
             return loop.run()
 
-    @contextlib.contextmanager
-    def _running(self, mode: str) -> Iterator[None]:
-        if self._closed:
-            raise ConfigError(f"{mode}() on a Runner that was closed (runner.close(), or the end "
-                              "of its `with Runner(...) as runner:` block): build a new Runner")
-        with holding_runner(self, [self.train_loop, self.val_loop, self.test_loop]), \
-                self._running_mode(mode):
-            yield
-
-    @contextlib.contextmanager
-    def _running_mode(self, mode: str) -> Iterator[None]:
-        self._train_step, self._eval_steps = None, {}  # the model may have changed between runs
-        self.running = mode
-        self.message_hub.make_current()
-        self.visualizer.make_current()
-        set_current_logger(self.logger)
-        self.hooks.call(self, "before_run")
-        try:
-            yield
-            self.checkpoint_writer.close()  # everything written; no thread left behind
-        except BaseException as exc:
-            try:
-                self.checkpoint_writer.close()
-            except CheckpointError as error:  # the original error matters more; still say it
-                self.logger.error("%s", error)
-            except Exception:
-                self.logger.exception("a background checkpoint write failed")
-            self.hooks.call_on_exception(self, exc, self.logger)
-            if isinstance(exc, TrainingInterrupted):
-                self.logger.warning("%s", exc.message)
-            else:  # a failure (a hook raising) or a second Ctrl-C: into log.txt too
-                log_failure(self.logger, mode, exc, self.work_dir)
-            self.running = None
-            raise
-        self.hooks.call(self, "after_run")
-        self.running = None
-
     def train_step(self, batch: Any, batch_idx: int = 0) -> dict[str, Any]:
         """One training step on a device batch (``batch_idx``: its index in the epoch)."""
         step = self._train_step
@@ -375,51 +337,6 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks):
             return step(batch, batch_idx)
         with wrapper.autocast():
             return step(batch, batch_idx)
-
-    def check_stop(self, after_iteration: bool = False) -> bool:
-        """Stop on ``stop_training``, or checkpoint and exit on a signal (on any rank: the
-        ranks agree over a gloo group, after every ``signal_sync_interval``-th iteration
-        and at every other point the loops check)."""
-        stop = self._stop
-        if stop is not None:
-            group = self._stop_group
-            if group is None:
-                if stop.signum is not None:  # one process: only its own flag to look at
-                    interrupt_on_signal(self, stop)
-            elif not after_iteration or self.state.iter % self.signal_sync_interval == 0:
-                interrupt_on_signal(self, stop, group)
-        return self.state.stop_training
-
-    def close(self) -> None:
-        """Release what the Runner holds open: finish background checkpoint writes, end the
-        logger's writer thread and close ``log.txt``, close the visualizer's files, drop the
-        last outputs and the cached steps. Idempotent; a closed Runner refuses to run again
-        (``ConfigError``: build a new one). ``with Runner(...) as runner:`` closes it at the
-        end of the block."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self.checkpoint_writer.close()
-        finally:
-            self.visualizer.close()
-            close_logger(self.logger)
-            self.outputs, self._train_step, self._eval_steps = None, None, {}
-
-    def __enter__(self) -> Runner:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def release_distributed(self) -> Any:
-        """Drop what holds the process group: the DistributedDataParallel wrapper and the
-        stop-flag group. Returns that group (None on one process) for the caller to drop
-        last, once the wrapper is collected (see ``environment.release_at_exit``)."""
-        group, self._stop_group = self._stop_group, None
-        self.ddp_model = None
-        self._train_step = None
-        return group
 
     def __repr__(self) -> str:
         length = f"max_epochs={self.max_epochs}" if self.by_epoch else f"max_iters={self.max_iters}"
