@@ -199,9 +199,9 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
         self.param_schedulers: list[Any] = with_by_epoch(pairs)
         self._resume, self._load_from = resume_and_load_from(resume, load_from)
         self._loaded = False
-        #: MMEngine's flag: True once a checkpoint was loaded (``load_from``, ``resume``,
-        #: ``load_checkpoint``)
-        self._has_loaded = False
+        #: True once a checkpoint was loaded (``load_from``, ``resume``, ``load_checkpoint``);
+        #: MMEngine's hooks read it as ``runner._has_loaded``
+        self.has_loaded = False
         #: writes checkpoints in order on a background thread (``save_checkpoint(background=True)``)
         self.checkpoint_writer = CheckpointWriter()
         self._train_step: Callable[..., dict[str, Any]] | None = None

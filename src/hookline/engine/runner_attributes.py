@@ -84,6 +84,7 @@ class RunnerAttributes:
     """The read side of a Runner (see the module docstring)."""
 
     state: RunState
+    has_loaded: bool
     train_loop: TrainLoop | None
     val_loop: ValLoop | None
     test_loop: ValLoop | None
@@ -96,6 +97,11 @@ class RunnerAttributes:
     _train_dataloader: Any
     _optim_wrapper: OptimWrapperLike | None
     _train_step: Any
+
+    @property
+    def _has_loaded(self) -> bool:
+        """MMEngine's name of :attr:`has_loaded` (YOLOAutoAnchorHook reads it)."""
+        return self.has_loaded
 
     @property
     def epoch(self) -> int:

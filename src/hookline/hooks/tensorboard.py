@@ -104,7 +104,9 @@ class TensorboardLoggerHook(Hook):
         return f"TensorboardLoggerHook(interval={self.interval}, histograms={self.histograms})"
 
     # -- writer -----------------------------------------------------------------------
-    def _writer(self, runner: Runner) -> Any:
+    def summary_writer(self, runner: Runner) -> Any:
+        """The run's ``SummaryWriter`` (made on first use, on the main process only; None on
+        other ranks)."""
         if self.writer is None and runner.is_main_process:
             from torch.utils.tensorboard import SummaryWriter  # noqa: PLC0415  (lazy: tensorboard only when a writer is made)
 
@@ -118,7 +120,7 @@ class TensorboardLoggerHook(Hook):
         runner.message_hub.window = max(runner.message_hub.window, self.interval)
 
     def before_train(self, runner: Runner) -> None:
-        self._writer(runner)  # after a resume: purges the steps that will run again
+        self.summary_writer(runner)  # after a resume: purges the steps that will run again
 
     def after_run(self, runner: Runner) -> None:
         self._close(runner)
@@ -171,7 +173,7 @@ class TensorboardLoggerHook(Hook):
         count = log_window(runner, batch_idx, self.interval, self.by_epoch)
         if count is None:
             return
-        writer = self._writer(runner)
+        writer = self.summary_writer(runner)
         if writer is None:
             return
         # averaging reads the values (a host-device sync): the logger's writer thread does it
@@ -180,7 +182,7 @@ class TensorboardLoggerHook(Hook):
 
     def _write_histograms(self, runner: Runner, step: int) -> None:
         self._remove_grad_hooks()
-        writer = self._writer(runner)
+        writer = self.summary_writer(runner)
         scale = self._scale
         for name, param in runner.model.named_parameters():
             if param.requires_grad:
@@ -198,7 +200,7 @@ class TensorboardLoggerHook(Hook):
         self._write_metrics(runner, "test", metrics or {})
 
     def _write_metrics(self, runner: Runner, mode: str, metrics: dict[str, float]) -> None:
-        writer = self._writer(runner)
+        writer = self.summary_writer(runner)
         if writer is None:
             return
         step = runner.epoch if self.log_metric_by_epoch and runner.by_epoch else runner.iter

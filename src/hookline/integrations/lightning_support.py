@@ -96,7 +96,7 @@ class RunLogger:
         runner = self.trainer.runner
         for hook in runner.hooks.hooks:
             if type(hook).__name__ == "TensorboardLoggerHook":
-                writer = hook._writer(runner)  # noqa: SLF001  (its lazy maker: main process only)
+                writer = hook.summary_writer(runner)  # made on first use; None off the main process
                 return writer if writer is not None else _NoWriter()
         backend = runner.visualizer.get_backend("TensorboardVisBackend")
         if backend is not None:

@@ -311,7 +311,7 @@ def load(runner: Runner, path: str | Path, *, resume: bool = True,
         checkpoint = {**checkpoint, "state_dict": revised(checkpoint["state_dict"], revise_keys)}
     apply(runner, checkpoint, resume=resume, strict=resume if strict is None else strict,
           path=path)
-    runner._has_loaded = True  # noqa: SLF001  (MMEngine's flag: YOLOAutoAnchorHook reads it)
+    runner.has_loaded = True
     if resume:
         runner.logger.info("resumed from %s, continuing %s", path,
                            where(checkpoint["meta"], by_epoch=runner.by_epoch))
