@@ -211,3 +211,9 @@ def test_registering_a_class_says_to_pass_an_instance(tmp_path):
     with pytest.raises(ConfigError, match=r"Keras or Lightning callback instance; a class was "
                                           r"given .*History\): pass an instance, History\(\)"):
         runner.register_hook(callbacks.History)
+
+
+def test_a_callback_class_in_hooks_says_to_pass_an_instance(tmp_path):
+    with pytest.raises(ConfigError, match=r"hooks\[0\] is the class History; pass an instance, "
+                                          r"History\(\.\.\.\)"):
+        make_runner(tmp_path, max_epochs=1, hooks=[callbacks.History])

@@ -148,6 +148,9 @@ def check_hooks_argument(hooks: Any) -> None:
         if isinstance(hook, type) and issubclass(hook, Hook):
             raise ConfigError(f"hooks[{i}] is the class {hook.__name__}; pass an instance, "
                               f"{hook.__name__}(...) (or {{'type': '{hook.__name__}'}})")
+        if isinstance(hook, type):  # a callback class (Keras's History, a Lightning Callback...)
+            raise ConfigError(f"hooks[{i}] is the class {hook.__name__}; pass an instance, "
+                              f"{hook.__name__}(...)")
         if not isinstance(hook, (Hook, Mapping)) and find_adapter(hook) is None:
             raise ConfigError(f"hooks[{i}] must be a hookline Hook, a hook config such as "
                               f"{{'type': 'EMAHook'}}, or a Keras or Lightning callback, "
