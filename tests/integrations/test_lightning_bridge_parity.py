@@ -424,3 +424,38 @@ def test_a_mid_epoch_resume_does_not_start_the_epoch_again_as_in_lightning(tmp_p
                     resume=tmp_path / "iter_2.pth").train()
     assert seen.seen == expected.seen
     assert seen.seen[0][0] == "on_train_batch_end"
+
+
+# -- fit_loop.epoch_loop: the batch in progress ---------------------------------------------------
+class BatchIndexes(pl.Callback):
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int, int]] = []
+
+    def _note(self, where: str, trainer: Any) -> None:
+        loop = trainer.fit_loop.epoch_loop
+        self.seen.append((where, loop.batch_idx, loop.total_batch_idx))
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        self._note("start", trainer)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self._note("end", trainer)
+
+
+def test_epoch_loop_batch_indexes_are_lightnings():
+    lightning = BatchIndexes()
+    lightning_fit([lightning])
+    ours = BatchIndexes()
+    hookline_runner([ours]).train()
+    assert ours.seen == lightning.seen
+    assert ours.seen[-1] == ("end", 2, 5)  # 3 batches an epoch, 2 epochs
+
+
+def test_an_unknown_epoch_loop_attribute_names_its_own_path():
+    class ReadsUnknown(pl.Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            trainer.fit_loop.epoch_loop.nope  # noqa: B018
+
+    with pytest.raises(HookError) as err:
+        hookline_runner([ReadsUnknown()]).train()
+    assert "trainer.fit_loop.epoch_loop.nope" in str(err.value.__cause__)

@@ -120,6 +120,9 @@ class LightningTrainer(TrainerAttributes, Hook):
         self._epoch_batches: int | float = math.inf  # training batches per epoch (pass)
         #: Lightning's: whether the training batch in progress is its epoch's last
         self.is_last_batch = False
+        #: ``fit_loop.epoch_loop.batch_idx`` / ``total_batch_idx``: the training batch in
+        #: progress (or last run), in its epoch and in the run; -1 before the first
+        self.batch_idx = self.total_batch_idx = -1
         #: the validation / test metrics a LightningModule logged itself (``self.log``): in
         #: ``callback_metrics`` under their own names, not again as ``val_<name>``
         self.module_metrics: set[str] = set()
@@ -362,6 +365,7 @@ class LightningTrainer(TrainerAttributes, Hook):
     def before_train_epoch(self, runner: Runner) -> None:
         self._finishing = None
         self.is_last_batch = False
+        self.batch_idx = -1
         self._epoch_first_iter = runner.iter  # None once the epoch has ended
 
     def after_train_epoch(self, runner: Runner) -> None:
@@ -384,6 +388,7 @@ class LightningTrainer(TrainerAttributes, Hook):
 
     def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         self.is_last_batch = batch_idx + 1 >= self._epoch_batches
+        self.batch_idx, self.total_batch_idx = batch_idx, runner.iter
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: Any = None) -> None:

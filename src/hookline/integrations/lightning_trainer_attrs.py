@@ -180,8 +180,8 @@ class FitLoop:
         self.epoch_progress = _EpochProgress(trainer)
 
     @property
-    def epoch_loop(self) -> FitLoop:
-        return self
+    def epoch_loop(self) -> EpochLoop:
+        return EpochLoop(self.trainer)
 
     @property
     def max_epochs(self) -> int:
@@ -213,3 +213,26 @@ class FitLoop:
             f"a Lightning callback read trainer.fit_loop.{name}, which the hookline trainer "
             "facade does not provide; it has epoch_progress (current.completed), max_epochs, "
             "max_steps, min_epochs, epoch_loop, should_update_logs")
+
+
+class EpochLoop(FitLoop):
+    """``trainer.fit_loop.epoch_loop``: the fit loop's counters, and the training batch in
+    progress (``batch_idx`` in its epoch, ``total_batch_idx`` in the run; -1 before the
+    first), as Lightning's ``_TrainingEpochLoop`` gives them."""
+
+    @property
+    def batch_idx(self) -> int:
+        return int(self.trainer.batch_idx)
+
+    @property
+    def total_batch_idx(self) -> int:
+        return int(self.trainer.total_batch_idx)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"a Lightning callback read trainer.fit_loop.epoch_loop.{name}, which the hookline "
+            "trainer facade does not provide; it has batch_idx, total_batch_idx, "
+            "should_update_logs and the fit loop's counters (epoch_progress, max_epochs, max_steps, "
+            "min_epochs)")
