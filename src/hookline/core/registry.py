@@ -31,94 +31,21 @@ of that scope, and the same name may live in two scopes without clashing::
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import inspect
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from .errors import ConfigError, closest_names
+from .call_check import accepted_keywords, check_call
+from .errors import ConfigError
+from .scope import default_scope, set_default_scope, using_scope
+
+__all__ = ["MISSING", "Registry", "accepted_keywords", "check_call", "default_scope",
+           "set_default_scope", "using_scope"]
 
 #: what :meth:`Registry.own` returns for a name it does not hold
 MISSING: Any = object()
 #: scopes whose ``<scope>.registry`` module was imported (or failed to) by :meth:`Registry.find_scope`
 _TRIED_SCOPES: set[str] = set()
-#: the scope unscoped names are looked up in first (MMEngine's ``default_scope``)
-_DEFAULT_SCOPE: list[str | None] = [None]
-
-
-def default_scope() -> str | None:
-    """The current default scope (None when unset)."""
-    return _DEFAULT_SCOPE[0]
-
-
-def set_default_scope(scope: str | None) -> str | None:
-    """Make unscoped names resolve in the registry of ``scope`` first (in every
-    registry tree that has one); returns the previous default scope.
-
-    Example::
-
-        >>> previous = set_default_scope("toys")
-        >>> set_default_scope(previous)
-        'toys'
-    """
-    if scope is not None and (not isinstance(scope, str) or not scope):
-        raise ConfigError(f"a scope must be a non-empty string or None, got {scope!r}")
-    previous, _DEFAULT_SCOPE[0] = _DEFAULT_SCOPE[0], scope
-    return previous
-
-
-@contextlib.contextmanager
-def using_scope(scope: str | None) -> Iterator[None]:
-    """Temporarily set the default scope (None keeps the current one)."""
-    if scope is None:
-        yield
-        return
-    previous = set_default_scope(scope)
-    try:
-        yield
-    finally:
-        set_default_scope(previous)
-
-
-def accepted_keywords(target: Callable[..., Any]) -> set[str] | None:
-    """The keyword arguments ``target`` accepts, or None when it takes ``**kwargs``
-    (or has no readable signature)."""
-    try:
-        signature = inspect.signature(target)
-    except (TypeError, ValueError):
-        return None
-    names = set()
-    for param in signature.parameters.values():
-        if param.kind is param.VAR_KEYWORD:
-            return None
-        if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
-            names.add(param.name)
-    return names
-
-
-def check_call(target: Callable[..., Any], kwargs: Mapping[str, Any], what: str) -> None:
-    """Raise :class:`ConfigError` unless ``target(**kwargs)`` matches its signature."""
-    accepted = accepted_keywords(target)
-    if accepted is not None:
-        unknown = sorted(set(kwargs) - accepted)
-        if unknown:
-            hints = []
-            for key in unknown:
-                close = closest_names(key, accepted, n=1)
-                hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-            raise ConfigError(
-                f"{what} got unexpected argument(s) {', '.join(hints)}; "
-                f"it accepts: {', '.join(sorted(accepted)) or 'no keyword arguments'}"
-            )
-    try:
-        inspect.signature(target).bind(**kwargs)
-    except TypeError as exc:
-        raise ConfigError(f"{what}: {exc}") from None
-    except ValueError:  # no signature: nothing to check
-        pass
-
-
 #: what :meth:`Registry.register` refuses to hold: plain values, never a class or a builder
 _VALUES = (str, bytes, int, float, complex, bool, list, tuple, dict, set, frozenset)
 
