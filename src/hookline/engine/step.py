@@ -25,6 +25,7 @@ import torch
 from hookline.core import ConfigError
 
 from . import distributed
+from .checkpoint.fit import unwrapped_model
 from .step_sync import OwnStepSync, ddp_base_model_step, uses_compat_train_step
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -247,15 +248,10 @@ def fields_of(outputs: Any) -> dict[str, Any] | None:
 
 def _got(outputs: Any) -> str:
     """``dict with keys [...]`` for a mapping, else the type's name (for error messages)."""
-    if isinstance(outputs, Mapping) or fields_of(outputs) is not None:
-        keys = list(outputs) if isinstance(outputs, Mapping) else list(fields_of(outputs) or ())
-        return f"{type(outputs).__name__} with keys {keys}"
-    return type(outputs).__name__
-
-
-def is_compiled(model: Any) -> bool:
-    """Whether ``model`` is ``torch.compile(module)``'s wrapper (without importing dynamo)."""
-    return type(model).__name__ == "OptimizedModule" and hasattr(model, "_orig_mod")
+    keys = list(outputs) if isinstance(outputs, Mapping) else fields_of(outputs)
+    if keys is None:
+        return type(outputs).__name__
+    return f"{type(outputs).__name__} with keys {list(keys)}"
 
 
 def warn_uncompiled_step(model: Any, name: str) -> None:
@@ -264,8 +260,9 @@ def warn_uncompiled_step(model: Any, name: str) -> None:
     ``torch.compile(net)`` compiles ``net.forward`` only; ``training_step`` is
     looked up on the inner module, whose ``self(...)`` is the plain forward.
     """
-    if is_compiled(model):
-        inner = type(getattr(model, "_orig_mod")).__name__  # noqa: B009  (a private name)
+    module = unwrapped_model(model)
+    if module is not model:
+        inner = type(module).__name__
         warnings.warn(
             f"the model is torch.compile({inner}), but {inner}.{name} runs on the uncompiled "
             f"module (torch.compile compiles forward only; {name} calls self(...) on "
