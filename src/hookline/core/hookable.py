@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, cast, overload
 
-from ._callables import check_shape, is_coroutine_callable
+from ._callables import is_coroutine_callable
 from ._hookset import (
     Args,
     HookSet,
@@ -45,84 +45,10 @@ from ._hookset import (
     wrappers_of,
 )
 from ._instances import InstanceTable
+from ._registrars import _Registrars, _Target
 from .around import Chain
 from .errors import ConfigError, qualified_name
-from .event import DECORATE, SKIP, Event
-from .handles import HookHandle, hook_behind
-from .priority import PriorityLike
-
-#: per kind of hook: how many arguments it is called with, and the signature to show
-_SHAPES = {"pre": (2, "hook(args, kwargs)"), "around": (3, "hook(call, args, kwargs)"),
-           "post": (3, "hook(result, args, kwargs)"), "error": (3, "hook(exc, args, kwargs)")}
-
-
-class _Target:
-    """Where a registrar puts a hook: a hook set, with the gate and the label of a subclass
-    (``Sub.method.post(h)`` runs ``h`` for instances of ``Sub`` only)."""
-
-    __slots__ = ("hooks", "gate", "label")
-
-    def __init__(self, hooks: HookSet, gate: Callable[..., bool] | None = None,
-                 label: str | None = None) -> None:
-        self.hooks, self.gate, self.label = hooks, gate, label
-
-
-def _check_hook(event: Event, kind: str, hook: Any, when: Any) -> None:
-    """A :class:`ConfigError` for a hook (or ``when``) that cannot take a call's arguments."""
-    count, expected = _SHAPES[kind]
-    check_shape(hook, count, f"{event.name} hook", expected)
-    if callable(when):
-        check_shape(when, count, f"when-predicate of {event.name}",
-                    expected.replace("hook(", "when(", 1))
-
-
-def _register(event: Event, kind: str, hook: Any, options: dict[str, Any], target: _Target) -> Any:
-    if hook is DECORATE:
-        return lambda fn: _register(event, kind, fn, options, target)
-    hook = hook_behind(hook)
-    if not target.hooks.is_async and is_coroutine_callable(hook):
-        raise ConfigError(
-            f"{qualified_name(hook)} is a coroutine function; it can only hook an async "
-            f"function, and {event.name.rsplit('.', 1)[0]} is not async"
-        )
-    _check_hook(event, kind, hook, options["when"])
-    handle: HookHandle = event.register(hook, **options, _gate=target.gate)
-    if target.label is not None:  # a subclass's hook: its handle names the subclass
-        handle.point = f"{target.label}.{event.name.rsplit('.', 1)[1]}"
-    return handle
-
-
-class _Registrars:
-    """``pre`` / ``around`` / ``post`` / ``on_error`` methods shared by functions and bound methods."""
-
-    def _target(self) -> _Target:  # pragma: no cover - overridden
-        raise NotImplementedError  # abstract
-
-    def _add(self, kind: str, hook: Any, options: dict[str, Any]) -> Any:
-        target = self._target()
-        return _register(getattr(target.hooks, kind), kind, hook, options, target)
-
-    def pre(self, hook: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
-            once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
-        """Run ``hook(args, kwargs)`` before the call; it returns None (keep the arguments),
-        ``(args, kwargs)`` (new ones) or ``Skip(value)`` (skip the call: ``value`` is its result)."""
-        return self._add("pre", hook, dict(priority=priority, once=once, every=every, when=when))
-
-    def around(self, hook: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
-               once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
-        """Run ``hook(call, args, kwargs)`` instead of the call; it calls ``call(*args, **kwargs)``
-        (the inner wrappers, then the function) as it likes and returns the result."""
-        return self._add("around", hook, dict(priority=priority, once=once, every=every, when=when))
-
-    def post(self, hook: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
-             once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
-        """Run ``hook(result, args, kwargs)`` after the call; a non-None return replaces the result."""
-        return self._add("post", hook, dict(priority=priority, once=once, every=every, when=when))
-
-    def on_error(self, hook: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
-                 once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
-        """Run ``hook(exc, args, kwargs)`` when the call raises; a non-None return is the result."""
-        return self._add("error", hook, dict(priority=priority, once=once, every=every, when=when))
+from .event import SKIP
 
 
 class _Forwarded(str):
