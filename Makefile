@@ -17,10 +17,12 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 	@echo "make: $(VENV) is ready"
 
-# ruff, then mypy (its settings and the files it checks are in pyproject.toml)
+# ruff, then mypy (its settings and the files it checks are in pyproject.toml), then typed
+# user code as a user's `mypy --strict` sees hookline (a cache of its own: other flags)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --strict --cache-dir .mypy_cache/strict tests/typed_usage
 
 test: lint
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2

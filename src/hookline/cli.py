@@ -39,6 +39,7 @@ from types import FrameType, ModuleType
 
 import hookline
 from hookline.core import ConfigError, HookError
+from hookline.core.dependencies import missing_dependency
 
 # name -> (module, function adding its arguments, function running it, one-line help)
 COMMANDS: dict[str, tuple[str, str, str, str]] = {
@@ -89,10 +90,13 @@ def _import(module: str, command: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name != module:
+        if exc.name == module:
+            raise _Unavailable(f"'hookline {command}' is not available in this installation "
+                               f"({module} is missing)") from None
+        missing = missing_dependency(exc, f"'hookline {command}'")  # torch, PyYAML ...
+        if missing is None:
             raise
-        raise _Unavailable(f"'hookline {command}' is not available in this installation "
-                           f"({module} is missing)") from None
+        raise _Unavailable(str(missing)) from exc
 
 
 class _Unavailable(Exception):

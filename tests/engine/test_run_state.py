@@ -57,11 +57,13 @@ def test_restore_in_an_epoch_run_resumes_inside_the_epoch():
     assert state.batch == 0
 
 
-def test_restore_in_an_iteration_run_ignores_the_batch():
+def test_restore_in_an_iteration_run_keeps_the_batch_of_the_pass_in_progress():
+    # batch: the batches done of the pass over the data in progress, where the train loop
+    # starts that pass again (no epoch resumes in the middle: take_resume_batch stays 0)
     state = RunState(by_epoch=False)
     state.restore(epoch=0, iteration=20, batch=4)
-    assert (state.epoch, state.iter, state.batch) == (0, 20, 0)
-    assert state.resume_point == (0, 0, 20)
+    assert (state.epoch, state.iter, state.batch) == (0, 20, 4)
+    assert state.resume_point == (0, 4, 20)
     assert state.take_resume_batch() == 0
 
 

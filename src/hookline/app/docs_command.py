@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +28,10 @@ from typing import TYPE_CHECKING
 from hookline.core import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from importlib.resources.abc import Traversable
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:  # Python 3.10 has it in importlib.abc only
+        from importlib.abc import Traversable
 
 __all__ = ["add_arguments", "doc_text", "docs_index", "run", "topics"]
 

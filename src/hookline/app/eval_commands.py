@@ -41,6 +41,7 @@ from hookline.engine.checkpoint import (
     read_latest,
 )
 from hookline.engine.checkpoint.fit import weights_problem, without_ddp_prefix
+from hookline.engine.evaluator import is_scalar
 from hookline.engine.logs import close_logger
 from hookline.hooks.ema import EMAHook
 
@@ -208,7 +209,8 @@ def evaluate_checkpoint(cfg: Mapping[str, Any], checkpoint: str | Path, split: s
         close_logger(runner.logger)
     meta = state.get("meta") or {}
     samples = _size(loader)
-    values = {k: float(v) for k, v in metrics.items()}
+    # numbers as floats; what else a metric reports (lists, dicts, strings) as it is (JSON)
+    values = {k: float(v) if is_scalar(v) else v for k, v in metrics.items()}
     report = {"split": split, "metrics": values,
               "checkpoint": str(checkpoint), "weights": kind, "epoch": meta.get("epoch"),
               "iter": meta.get("iter"), "samples": samples,
@@ -217,7 +219,8 @@ def evaluate_checkpoint(cfg: Mapping[str, Any], checkpoint: str | Path, split: s
     text = json.dumps(report, indent=2) + "\n"
     if main:
         atomic_write(out, lambda stream: stream.write(text.encode("utf-8")))
-    shown = ", ".join(f"{key} {value:.4f}" for key, value in values.items())
+    shown = ", ".join(f"{key} {value:.4f}" if is_scalar(value) else f"{key} {value}"
+                      for key, value in values.items())
     on = f" on {samples} samples" if samples is not None else ""
     line = f"{split}: {shown}{on} ({kind} of {checkpoint}{_position(meta)})"
     return values, line, out

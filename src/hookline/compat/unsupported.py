@@ -50,12 +50,25 @@ MMENGINE_SCHEDULERS: dict[str, str] = {
     "ReduceOnPlateauMomentum": _PLATEAU,
 }
 
+#: MMEngine optimizer wrappers hookline does not port -> what to use instead
+MMENGINE_OPTIM: dict[str, str] = {
+    "ApexOptimWrapper": "use AmpOptimWrapper (torch.amp mixed precision; NVIDIA apex is not used)",
+    "ZeroRedundancyOptimizer": "hookline's DistributedDataParallel training keeps the whole "
+                               "optimizer state on each process; use a plain torch optimizer",
+    "BaseOptimWrapper": "subclass OptimWrapper (hookline's; backward, step and zero_grad are "
+                        "its methods to override)",
+    "DeepSpeedOptimWrapper": "hookline has no DeepSpeed strategy; use OptimWrapper or "
+                             "AmpOptimWrapper",
+}
+
 #: modules of MMEngine and mmcv that are not hook API -> why, and what to do
 MODULES: dict[str, str] = {
     "mmengine.structures": "data structures (InstanceData, ...) belong to the task's code",
     "mmengine.fileio": "hookline reads and writes local files only (pathlib, torch.save)",
     "mmengine.dataset": "use torch.utils.data datasets (train_dataloader= takes a DataLoader or "
-                        "a config dict)",
+                        "a config dict); for MMEngine's samplers give the config "
+                        "sampler={'type': 'InfiniteSampler'} (or 'DefaultSampler'), or import "
+                        "InfiniteSampler from hookline.engine.data",
     "mmengine.evaluator": "metrics are the Runner's metrics= (callables or torchmetrics; "
                           "docs/engine.md)",
     "mmcv.ops": "operators are not hook API (a hook that needs them needs mmcv itself)",

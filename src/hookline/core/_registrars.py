@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from ._callables import check_shape, is_coroutine_callable
 from ._hookset import HookSet
@@ -23,6 +23,12 @@ from .errors import ConfigError, qualified_name
 from .event import DECORATE, Event
 from .handles import HookHandle, hook_behind
 from .priority import PriorityLike
+
+if TYPE_CHECKING:
+    from .handles import TypedHookHandle
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 #: per kind of hook: how many arguments it is called with, and the signature to show
 _SHAPES = {"pre": (2, "hook(args, kwargs)"), "around": (3, "hook(call, args, kwargs)"),
@@ -75,11 +81,30 @@ class _Registrars:
         target = self._target()
         return _register(getattr(target.hooks, kind), kind, hook, options, target)
 
+    @overload
+    def pre(self, *, priority: PriorityLike = ..., once: bool = ..., every: int = ...,
+            when: Callable[..., Any] | None = ...
+            ) -> Callable[[Callable[_P, _R]], TypedHookHandle[_P, _R]]: ...
+
+    @overload
+    def pre(self, hook: Callable[_P, _R], *, priority: PriorityLike = ..., once: bool = ...,
+            every: int = ..., when: Callable[..., Any] | None = ...) -> TypedHookHandle[_P, _R]: ...
+
     def pre(self, hook: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
             once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
         """Run ``hook(args, kwargs)`` before the call; it returns None (keep the arguments),
-        ``(args, kwargs)`` (new ones) or ``Skip(value)`` (skip the call: ``value`` is its result)."""
+        ``(args, kwargs)`` (new ones) or ``Skip(value)`` (skip the call: ``value`` is its result).
+        Returns a :class:`HookHandle` (without ``hook``: a decorator)."""
         return self._add("pre", hook, dict(priority=priority, once=once, every=every, when=when))
+
+    @overload
+    def around(self, *, priority: PriorityLike = ..., once: bool = ..., every: int = ...,
+               when: Callable[..., Any] | None = ...
+               ) -> Callable[[Callable[_P, _R]], TypedHookHandle[_P, _R]]: ...
+
+    @overload
+    def around(self, hook: Callable[_P, _R], *, priority: PriorityLike = ..., once: bool = ...,
+               every: int = ..., when: Callable[..., Any] | None = ...) -> TypedHookHandle[_P, _R]: ...
 
     def around(self, hook: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
                once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
@@ -87,10 +112,28 @@ class _Registrars:
         (the inner wrappers, then the function) as it likes and returns the result."""
         return self._add("around", hook, dict(priority=priority, once=once, every=every, when=when))
 
+    @overload
+    def post(self, *, priority: PriorityLike = ..., once: bool = ..., every: int = ...,
+             when: Callable[..., Any] | None = ...
+             ) -> Callable[[Callable[_P, _R]], TypedHookHandle[_P, _R]]: ...
+
+    @overload
+    def post(self, hook: Callable[_P, _R], *, priority: PriorityLike = ..., once: bool = ...,
+             every: int = ..., when: Callable[..., Any] | None = ...) -> TypedHookHandle[_P, _R]: ...
+
     def post(self, hook: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
              once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:
         """Run ``hook(result, args, kwargs)`` after the call; a non-None return replaces the result."""
         return self._add("post", hook, dict(priority=priority, once=once, every=every, when=when))
+
+    @overload
+    def on_error(self, *, priority: PriorityLike = ..., once: bool = ..., every: int = ...,
+                 when: Callable[..., Any] | None = ...
+                 ) -> Callable[[Callable[_P, _R]], TypedHookHandle[_P, _R]]: ...
+
+    @overload
+    def on_error(self, hook: Callable[_P, _R], *, priority: PriorityLike = ..., once: bool = ...,
+                 every: int = ..., when: Callable[..., Any] | None = ...) -> TypedHookHandle[_P, _R]: ...
 
     def on_error(self, hook: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
                  once: bool = False, every: int = 1, when: Callable[..., Any] | None = None) -> Any:

@@ -35,7 +35,7 @@ import itertools
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from ._callables import is_coroutine_callable
 from ._emitter import Emitter, build_emitter, refusing
@@ -43,6 +43,12 @@ from .errors import ConfigError, HookError
 from .handles import HookHandle, hook_behind
 from .priority import Priority, PriorityLike
 from .spec import check_emission, check_spec, checking, fit_to_spec
+
+if TYPE_CHECKING:
+    from .handles import TypedHookHandle
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 #: returned by a filtered hook that did not run this time
 SKIP: Any = object()
@@ -263,12 +269,13 @@ class Event:
     @overload
     def register(self, *, priority: PriorityLike = ..., once: bool = ...,
                  every: int = ..., when: Callable[..., bool] | None = ...,
-                 _gate: Callable[..., bool] | None = ...) -> Callable[[Callable[..., Any]], HookHandle]: ...
+                 _gate: Callable[..., bool] | None = ...
+                 ) -> Callable[[Callable[_P, _R]], TypedHookHandle[_P, _R]]: ...
 
     @overload
-    def register(self, fn: Callable[..., Any], *, priority: PriorityLike = ..., once: bool = ...,
+    def register(self, fn: Callable[_P, _R], *, priority: PriorityLike = ..., once: bool = ...,
                  every: int = ..., when: Callable[..., bool] | None = ...,
-                 _gate: Callable[..., bool] | None = ...) -> HookHandle: ...
+                 _gate: Callable[..., bool] | None = ...) -> TypedHookHandle[_P, _R]: ...
 
     def register(self, fn: Callable[..., Any] = DECORATE, *, priority: PriorityLike = "NORMAL",
                  once: bool = False, every: int = 1,

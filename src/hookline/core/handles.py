@@ -17,8 +17,12 @@ Example::
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_H = TypeVar("_H")
 
 
 class HookHandle:
@@ -72,14 +76,25 @@ class HookHandle:
         return f"<HookHandle {self.point or '?'} {state}>"
 
 
+if TYPE_CHECKING:
+    class TypedHookHandle(HookHandle, Generic[_P, _R]):
+        """For type checkers only (no such class at run time): the :class:`HookHandle` a
+        registration returns, called with its hook's signature (``@event.register`` leaves the
+        handle on the decorated name, and it still calls the function)."""
+
+        hook: Callable[_P, _R]
+
+        def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+
+
 class HandleGroup:
     """A set of handles removed together (also a context manager); thread-safe."""
 
-    def __init__(self, handles: Any = ()) -> None:
+    def __init__(self, handles: Iterable[Any] = ()) -> None:
         self._handles: list[Any] = list(handles)
         self._lock = threading.Lock()
 
-    def add(self, handle: Any) -> Any:
+    def add(self, handle: _H) -> _H:
         """Keep ``handle`` (anything with ``remove()``) and return it."""
         if not callable(getattr(handle, "remove", None)):
             raise TypeError(f"HandleGroup.add expects a handle with .remove(), got {handle!r}")

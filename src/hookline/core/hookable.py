@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol, cast, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, cast, overload
 
 from ._callables import is_coroutine_callable
 from ._hookset import (
@@ -49,6 +49,12 @@ from ._registrars import _Registrars, _Target
 from .around import Chain
 from .errors import ConfigError, qualified_name
 from .event import SKIP
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_P2 = ParamSpec("_P2")
+_R2 = TypeVar("_R2")
+_S = TypeVar("_S")
 
 
 class _Forwarded(str):
@@ -75,7 +81,7 @@ def _instances_of(cls: type) -> Callable[..., bool]:
     return lambda *hook_args: bool(hook_args[-2]) and isinstance(hook_args[-2][0], cls)
 
 
-def _via_classmethod(function: HookableFunction, cls: Any) -> bool:
+def _via_classmethod(function: HookableFunction[..., Any], cls: Any) -> bool:
     """Whether ``function`` bound to ``cls`` came through a ``classmethod`` of ``cls``."""
     return isinstance(cls, type) and any(
         isinstance(attr, classmethod) and attr.__func__ is function
@@ -85,20 +91,25 @@ def _via_classmethod(function: HookableFunction, cls: Any) -> bool:
 class _Dispatch(Protocol):
     """``HookableFunction``'s dispatch function, which knows its owner."""
 
-    __hookline_owner__: HookableFunction
+    __hookline_owner__: HookableFunction[..., Any]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
-class HookableFunction(_Registrars):
-    """The object ``@hookable`` returns. Call it like the original."""
+class HookableFunction(_Registrars, Generic[_P, _R]):
+    """The object ``@hookable`` returns. Call it like the original.
+
+    Generic in the function's parameters ``P`` and result ``R``: type checkers see
+    ``@hookable def f(a: int) -> str`` as ``HookableFunction[[a: int], str]``, called as ``f``
+    is (and on an instance, a :class:`BoundHookable` without the ``self`` parameter).
+    """
 
     # copied from the original by functools.update_wrapper
-    __wrapped__: Callable[..., Any]
+    __wrapped__: Callable[_P, _R]
     __name__: str
     __qualname__: str
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[_P, _R]) -> None:
         _check_hookable(fn)
         functools.update_wrapper(self, fn)
         self._home: type | None = None  # the class it is defined in (__set_name__)
@@ -130,7 +141,7 @@ class HookableFunction(_Registrars):
         self._hooked = self._count > 0
 
     # -- calling ------------------------------------------------------------------
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         if self._hooked:
             return self._call_hooked(args, kwargs)
         return self.__wrapped__(*args, **kwargs)
@@ -155,13 +166,14 @@ class HookableFunction(_Registrars):
                 setattr(dispatch, name, getattr(fn, name))
         return cast(_Dispatch, dispatch)
 
-    def _call_hooked(self, args: Args, kwargs: Kwargs) -> Any:
+    def _call_hooked(self, args: Args, kwargs: Kwargs) -> _R:
         sets: tuple[HookSet, ...] = (self._class_hooks,)
         if self._instance_hooks and args:  # a method: add the instance's own hooks
             instance = self._instance_hooks.get(args[0])
             if instance is not None:
                 sets = (self._class_hooks, instance)
-        return self._invoke(sets, args, kwargs)
+        result: _R = self._invoke(sets, args, kwargs)  # what the hooks made of the call's result
+        return result
 
     def _invoke(self, sets: tuple[HookSet, ...], args: Args, kwargs: Kwargs) -> Any:
         if self._is_async:
@@ -201,9 +213,10 @@ class HookableFunction(_Registrars):
             return await run_post_async(sets, skip.value, args, kwargs)
         wrappers = wrappers_of(sets)
         chain = Chain(wrappers, self.__wrapped__) if wrappers else None
+        function: Callable[..., Any] = self.__wrapped__  # a coroutine function
         try:
             if chain is None:
-                result = await self.__wrapped__(*args, **kwargs)
+                result = await function(*args, **kwargs)
             else:
                 result = await chain.run_async(0, args, kwargs)
         except Exception as exc:
@@ -216,6 +229,13 @@ class HookableFunction(_Registrars):
         return await run_post_async(sets, result, args, kwargs)
 
     # -- methods ------------------------------------------------------------------
+    @overload
+    def __get__(self, obj: None, objtype: type | None = None) -> HookableFunction[_P, _R]: ...
+
+    @overload
+    def __get__(self: HookableFunction[Concatenate[_S, _P2], _R2], obj: _S,
+                objtype: type | None = None) -> BoundHookable[_P2, _R2]: ...
+
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         if obj is None:
             if objtype is self._home or self._home is None or objtype is None:
@@ -231,12 +251,12 @@ class HookableFunction(_Registrars):
         return self.__qualname__
 
 
-class BoundHookable(functools.partial[Any], _Registrars):
+class BoundHookable(functools.partial[Any], _Registrars, Generic[_P, _R]):
     """``obj.method`` for a hookable method: calls it, and hooks only ``obj``.
 
     A C-level ``functools.partial`` (created per attribute access, like a
     bound method, and never stored on the instance, so pickling and copying
-    are unaffected).
+    are unaffected). Generic in the method's parameters after ``self`` and its result.
     """
 
     __slots__ = ()
@@ -244,7 +264,10 @@ class BoundHookable(functools.partial[Any], _Registrars):
     __doc__ = _Forwarded(__doc__ or "", "__doc__")
     __module__ = _Forwarded(__module__, "__module__")
 
-    def _owner(self) -> HookableFunction:
+    if TYPE_CHECKING:  # the C-level partial's call, with the method's signature
+        def __call__(self, /, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+
+    def _owner(self) -> HookableFunction[..., Any]:
         return self.func.__hookline_owner__
 
     def _target(self) -> _Target:
@@ -290,7 +313,7 @@ class BoundHookable(functools.partial[Any], _Registrars):
         return getattr, (self.args[0], self._owner().__name__)
 
 
-class SubclassHookable(_Registrars):
+class SubclassHookable(_Registrars, Generic[_P, _R]):
     """``Sub.method`` for a hookable method that ``Sub`` inherits: calls it, and the hooks
     registered through it run only for instances of ``Sub`` and its subclasses."""
 
@@ -298,18 +321,18 @@ class SubclassHookable(_Registrars):
     __doc__ = _Forwarded(__doc__ or "", "__doc__")
     __module__ = _Forwarded(__module__, "__module__")
 
-    def __init__(self, function: HookableFunction, cls: type) -> None:
+    def __init__(self, function: HookableFunction[_P, _R], cls: type) -> None:
         self.function = function
         self.cls = cls
 
-    def _owner(self) -> HookableFunction:
+    def _owner(self) -> HookableFunction[_P, _R]:
         return self.function
 
     def _target(self) -> _Target:
         label = f"{self.cls.__qualname__}.{self.function.__name__}"
         return _Target(self.function._class_hooks, _instances_of(self.cls), label)  # noqa: SLF001
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         return self.function(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -344,12 +367,20 @@ def _check_hookable(fn: Any) -> None:
         raise ConfigError(f"@hookable needs a function or method, got {ConfigError.brief(fn)}")
 
 
-@overload
-def hookable(fn: staticmethod[Any, Any]) -> staticmethod[Any, Any]: ...  # type: ignore[overload-overlap]
+if TYPE_CHECKING:
+    class _StaticHookable(Generic[_P, _R]):
+        """For type checkers only: ``@hookable`` above ``@staticmethod``, a staticmethod whose
+        attribute is the hookable function (on the class and on an instance)."""
+
+        def __get__(self, obj: object, objtype: type | None = None) -> HookableFunction[_P, _R]: ...
 
 
 @overload
-def hookable(fn: Callable[..., Any]) -> HookableFunction: ...
+def hookable(fn: staticmethod[_P, _R]) -> _StaticHookable[_P, _R]: ...  # type: ignore[overload-overlap]
+
+
+@overload
+def hookable(fn: Callable[_P, _R]) -> HookableFunction[_P, _R]: ...
 
 
 def hookable(fn: Any) -> Any:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from ._callables import check_shape
 from ._instances import InstanceTable
@@ -33,6 +33,7 @@ from .handles import HookHandle
 from .priority import PriorityLike
 
 _MISSING: Any = object()
+_T = TypeVar("_T")
 #: what ``observe(..., on=...)`` accepts, and the hook signature of each
 ON = ("set", "get", "delete")
 SIGNATURES = {"set": "fn(obj, name, old, new)", "get": "fn(obj, name, value)",
@@ -49,7 +50,7 @@ class _Watchers:
 
     __slots__ = ("set", "get", "delete", "_counted", "_descriptor")
 
-    def __init__(self, name: str, descriptor: observed) -> None:
+    def __init__(self, name: str, descriptor: observed[Any]) -> None:
         self.set = Event(name)
         self.get = Event(f"{name}.get")
         self.delete = Event(f"{name}.delete")
@@ -86,14 +87,24 @@ def _values(obj: Any, attribute: Any) -> dict[str, Any]:
             "leave out: add '__dict__' to __slots__") from None
 
 
-class observed:  # lower case: used like a builtin descriptor (property, observed)
+class observed(Generic[_T]):  # lower case: used like a builtin descriptor (property, observed)
     """A watchable attribute. ``observe(obj, name, fn)`` runs ``fn(obj, name, old, new)``
     after every assignment; ``on="get"`` and ``on="delete"`` watch reads and deletions.
 
     Before the first assignment (and after ``del``) the attribute reads as
     ``default`` (an ``AttributeError`` when there is none); ``old`` is then
     ``default`` or None.
+
+    Generic in the value's type: type checkers read ``count = observed(0)`` as an ``int``
+    attribute; ``observed()`` without a default is ``Any`` unless annotated
+    (``name: observed[str] = observed()``).
     """
+
+    @overload
+    def __init__(self: observed[Any]) -> None: ...
+
+    @overload
+    def __init__(self, default: _T) -> None: ...
 
     def __init__(self, default: Any = _MISSING) -> None:
         self.default = default
@@ -115,6 +126,12 @@ class observed:  # lower case: used like a builtin descriptor (property, observe
         label = f"{owner.__qualname__}.{name}"
         self._class.set.name, self._class.get.name, self._class.delete.name = (
             label, f"{label}.get", f"{label}.delete")
+
+    @overload
+    def __get__(self, obj: None, objtype: type | None = None) -> observed[_T]: ...
+
+    @overload
+    def __get__(self, obj: object, objtype: type | None = None) -> _T: ...
 
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         if obj is None:
@@ -144,7 +161,7 @@ class observed:  # lower case: used like a builtin descriptor (property, observe
         finally:
             busy.discard(id(obj))
 
-    def __set__(self, obj: Any, value: Any) -> None:
+    def __set__(self, obj: Any, value: _T) -> None:
         values = _values(obj, self)
         old = values.get(self.key, None if self.default is _MISSING else self.default)
         values[self.key] = value
@@ -188,7 +205,7 @@ def _instances_of(cls: type) -> Callable[..., bool]:
     return lambda obj, *rest: isinstance(obj, cls)
 
 
-def _find_observed(cls: type, name: str) -> observed:
+def _find_observed(cls: type, name: str) -> observed[Any]:
     for klass in cls.__mro__:
         attr = klass.__dict__.get(name)
         if attr is not None:

@@ -10,6 +10,13 @@ Example::
     (1, 10)
 """
 
+from hookline.core.dependencies import raise_missing as _raise_missing
+
+try:  # first: without PyTorch, one error saying what to install
+    import torch as _torch  # noqa: F401
+except ModuleNotFoundError as _exc:
+    _raise_missing(_exc, "hookline.demo")
+
 from hookline.demo.data import DATA_FILE, NUM_CLASSES, digits_datasets, load_digits
 from hookline.demo.model import DigitsCNN, build_model
 

@@ -1,7 +1,8 @@
 """hookline.engine: the training Runner, its loops, optimizer wrappers, hooks' base class, checkpoints.
 
 The engine imports only ``hookline.core`` (plus torch): the built-in hooks of
-``hookline.hooks`` are found by registry name, never imported here.
+``hookline.hooks`` are found by registry name, never imported here. Without
+torch, importing it is one ``ImportError`` saying what to install.
 
 Example::
 
@@ -9,6 +10,13 @@ Example::
     >>> "CheckpointHook" in HOOKS, "EpochBasedTrainLoop" in LOOPS
     (True, True)
 """
+
+from hookline.core.dependencies import raise_missing as _raise_missing
+
+try:  # first: without PyTorch, one error saying what to install
+    import torch as _torch  # noqa: F401
+except ModuleNotFoundError as _exc:
+    _raise_missing(_exc, "hookline.engine")
 
 from .amp_optim_wrapper import AmpOptimWrapper
 from .checkpoint import CheckpointError

@@ -25,7 +25,10 @@ from .registries import OPTIM_WRAPPERS
 
 _SCALER_KEYS = ("init_scale", "growth_factor", "backoff_factor", "growth_interval")
 _DTYPES = {"float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
-           "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
+           "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+           "float32": torch.float32, "float64": torch.float64}  # MMEngine's valid_dtypes too
+#: the dtypes autocast runs in; float32 / float64 run the forward at full precision
+_AUTOCAST = (torch.float16, torch.bfloat16)
 
 
 def check_loss_scale(loss_scale: Any) -> None:
@@ -59,17 +62,26 @@ class AmpOptimWrapper(OptimWrapper):
             number (a static scale: steps with inf/NaN gradients are skipped
             and the scale stays), or a dict of GradScaler arguments.
         dtype: ``"float16"`` or ``"bfloat16"`` (or a torch dtype); default
-            float16 on CUDA, bfloat16 elsewhere. Only float16 on CUDA uses a
-            scaler (:attr:`loss_scaler`; saved in checkpoints).
+            float16 on CUDA, bfloat16 elsewhere. Only float16 uses a
+            scaler (:attr:`loss_scaler`; saved in checkpoints). ``"float32"`` and
+            ``"float64"`` (MMEngine accepts them) turn autocast off: the forward
+            runs at the parameters' precision. :attr:`cast_dtype` is the dtype
+            as given (None: the default), MMEngine's attribute.
         device_type: where autocast runs; default: the device of the
             optimizer's parameters.
+        use_fsdp: MMEngine's switch to FSDP's ``ShardedGradScaler``: False is
+            accepted; True is a ``ConfigError`` (hookline trains with DDP, not FSDP).
         **kwargs: :class:`OptimWrapper`'s ``optimizer``, ``accumulative_counts``,
             ``clip_grad``.
     """
 
     def __init__(self, loss_scale: str | float | Mapping[str, Any] = "dynamic",
                  dtype: str | torch.dtype | None = None, device_type: str | None = None,
-                 **kwargs: Any) -> None:
+                 use_fsdp: bool = False, **kwargs: Any) -> None:
+        if use_fsdp is not False:
+            raise ConfigError(f"AmpOptimWrapper use_fsdp={use_fsdp!r}: FSDP's ShardedGradScaler "
+                              "is not supported by hookline, which trains on several GPUs with "
+                              "DistributedDataParallel; leave use_fsdp out (or False)")
         super().__init__(**kwargs)
         check_loss_scale(loss_scale)
         self.loss_scale = loss_scale
@@ -79,6 +91,11 @@ class AmpOptimWrapper(OptimWrapper):
                 raise ConfigError(f"AmpOptimWrapper dtype must be one of {sorted(_DTYPES)}, "
                                   f"got {dtype!r}")
             dtype = _DTYPES[dtype]
+        if dtype is not None and dtype not in _DTYPES.values():
+            raise ConfigError(f"AmpOptimWrapper dtype must be one of {sorted(_DTYPES)} or "
+                              f"the torch dtype, got {dtype!r}")
+        #: the dtype as given (None: the device's default), MMEngine's attribute
+        self.cast_dtype: torch.dtype | None = dtype
         self.dtype = dtype or (torch.float16 if self.device_type == "cuda" else torch.bfloat16)
         self._static_scale: float | None = None
         self.loss_scaler: torch.amp.GradScaler | None = None
@@ -96,6 +113,8 @@ class AmpOptimWrapper(OptimWrapper):
         return torch.amp.GradScaler(device, init_scale=self._static_scale)
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        if self.dtype not in _AUTOCAST:  # float32 / float64: full precision (as torch's
+            return torch.autocast(device_type=self.device_type, enabled=False)  # fallback)
         return torch.autocast(device_type=self.device_type, dtype=self.dtype)
 
     def backward(self, loss: torch.Tensor, **kwargs: Any) -> None:

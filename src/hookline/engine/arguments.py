@@ -34,6 +34,7 @@ from .checks import positive_int
 from .configure_optimizers import wraps_model_optimizers
 from .default_hooks import check_default_hooks
 from .environment import check_device, check_work_dir
+from .eval_loop import eval_loop_config
 from .hook import Hook
 from .hook_adapters import find_adapter
 from .registries import MODELS
@@ -59,7 +60,8 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
                            work_dir: Any = None, resume: Any = None, load_from: Any = None,
                            fast_data: Any = True, signal_sync_interval: Any = 1,
                            find_unused_parameters: Any = False,
-                           model_wrapper_cfg: Any = None) -> None:
+                           model_wrapper_cfg: Any = None, val_loop: Any = None,
+                           test_loop: Any = None) -> None:
     """Raise :class:`ConfigError` for the first of the Runner's arguments it cannot use."""
     if isinstance(model, type):
         raise ConfigError(f"model is the class {model.__name__}; pass an instance, "
@@ -108,6 +110,30 @@ def check_runner_arguments(*, model: Any, optimizer: Any = None, optim_wrapper: 
     for name, loader in (("train_dataloader", train_dataloader),
                          ("val_dataloader", val_dataloader), ("test_dataloader", test_dataloader)):
         check_dataloader(loader, name)
+    check_eval_loops(val_loop, test_loop, val_dataloader, test_dataloader)
+
+
+def check_eval_loops(val_loop: Any, test_loop: Any, val_dataloader: Any, test_dataloader: Any,
+                     ) -> None:
+    """``val_loop`` / ``test_loop`` must be loop names or configs, each with its dataloader.
+
+    Example::
+
+        >>> check_eval_loops({"fp16": True}, None, None, None)
+        Traceback (most recent call last):
+        ...
+        hookline.core.errors.ConfigError: val_loop configures the validation loop, but there ...
+    """
+    for mode, spec, loader in (("val", val_loop, val_dataloader),
+                               ("test", test_loop, test_dataloader)):
+        if spec is None:
+            continue
+        eval_loop_config(spec, mode)
+        if loader is None:
+            what = "validation" if mode == "val" else "test"
+            raise ConfigError(f"{mode}_loop configures the {what} loop, but there is no "
+                              f"{mode}_dataloader: give {mode}_dataloader= too, or drop "
+                              f"{mode}_loop")
 
 
 def check_fast_data(value: Any, where: str = "fast_data") -> None:
@@ -256,11 +282,16 @@ FOREIGN_ARGUMENTS = {
     "callbacks": "hooks=[...] (Keras and Lightning callbacks go there too)",
     "custom_hooks": "hooks=[...]",
     "train_cfg": "max_epochs= or max_iters=, val_interval=, train_loop={...}",
-    "val_evaluator": "metrics={name: metric}", "test_evaluator": "metrics={name: metric}",
-    "val_cfg": "nothing (validation runs from val_dataloader=)",
-    "test_cfg": "nothing (test() runs test_dataloader=)",
+    "val_evaluator": "metrics={name: metric}",
+    "test_evaluator": "test_metrics={name: metric} (by default the test loop uses metrics=)",
+    "val_cfg": "val_loop={'type': 'ValLoop', 'fp16': True} or val_loop={'fp16': True} "
+               "(validation runs from val_dataloader=; without val_loop in full precision)",
+    "test_cfg": "test_loop={'type': 'TestLoop', 'fp16': True} or test_loop={'fp16': True} "
+                "(test() runs test_dataloader=; without test_loop in full precision)",
     "randomness": "seed=", "default_scope": "init_default_scope(...) before building",
     "max_steps": "max_iters=", "epochs": "max_epochs=",
+    "val_begin": "train_loop={'val_begin': n} (validation from epoch, or iteration, n on; "
+                 "max_epochs= / max_iters= and val_interval= stay Runner arguments)",
     "launcher": "nothing: start the script with torchrun (e.g. torchrun --nproc_per_node 2 "
                 "train.py); the Runner sets up the process group from its environment",
     "env_cfg": "nothing: under torchrun the Runner picks nccl with CUDA, else gloo; set "

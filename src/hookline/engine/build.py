@@ -13,32 +13,78 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
-from hookline.core import ConfigError
+from hookline.core import ConfigError, Registry
 from hookline.core.registry import check_call
 
 from .amp_optim_wrapper import AmpOptimWrapper
+from .distributed import unwrap_model
+from .mmengine_options import MMENGINE_OPTIONS, refuse_mmengine_options
 from .optim_wrapper import OptimWrapper, OptimWrapperLike
 from .optim_wrapper_dict import OptimWrapperDict
 from .registries import OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS
 
-__all__ = ["AmpOptimWrapper", "build_optim_wrapper", "build_optimizer", "build_schedulers"]
+__all__ = ["OPTIM_WRAPPER_CONSTRUCTORS", "AmpOptimWrapper", "DefaultOptimWrapperConstructor",
+           "build_optim_wrapper", "build_optimizer", "build_schedulers", "check_constructor"]
+
+#: MMEngine's optimizer wrapper constructors by name: ``optim_wrapper={"constructor": name,
+#: ...}``; ``hookline.compat.mmengine.registry.OPTIM_WRAPPER_CONSTRUCTORS`` hangs below it
+OPTIM_WRAPPER_CONSTRUCTORS = Registry("optim_wrapper_constructor", scope="hookline")
 
 
 def build_optimizer(spec: Any, model: torch.nn.Module) -> torch.optim.Optimizer | None:
-    """A torch optimizer, or a dict naming any ``torch.optim`` class (``{"type": "SGD", "lr": 0.1}``)."""
+    """A torch optimizer, or a dict naming any ``torch.optim`` class (``{"type": "SGD", "lr": 0.1}``).
+
+    A config gets every parameter of ``model``, frozen ones (``requires_grad=False``)
+    included, as MMEngine's constructor gives them: torch skips a parameter without a
+    gradient, and one unfrozen later (a backbone thawed by a hook) trains from then on.
+    """
     if spec is None or isinstance(spec, torch.optim.Optimizer):
         return spec
     if not isinstance(spec, Mapping):
         raise ConfigError(f"optimizer must be a torch.optim.Optimizer or a config dict, got {spec!r}")
-    optimizer: torch.optim.Optimizer = OPTIMIZERS.build(
-        spec, params=[p for p in model.parameters() if p.requires_grad])
+    optimizer: torch.optim.Optimizer = OPTIMIZERS.build(spec, params=list(model.parameters()))
     return optimizer
+
+
+@OPTIM_WRAPPER_CONSTRUCTORS.register()
+class DefaultOptimWrapperConstructor:
+    """MMEngine's default constructor: ``DefaultOptimWrapperConstructor(optim_wrapper_cfg)(model)``
+    builds ``optim_wrapper_cfg["optimizer"]`` over every parameter of ``model`` and wraps it in
+    the config's wrapper type (``OptimWrapper`` by default).
+
+    ``paramwise_cfg`` (per-parameter learning rates and decay) is not supported: a non-empty
+    one is a :class:`ConfigError` (give the optimizer param groups yourself). A project's
+    constructor (mmagic's ``MultiOptimWrapperConstructor``) may call this one per submodule.
+
+    Example::
+
+        >>> make = DefaultOptimWrapperConstructor({"optimizer": {"type": "SGD", "lr": 0.1},
+        ...                                        "accumulative_counts": 2})
+        >>> make(torch.nn.Linear(2, 1))
+        OptimWrapper(optimizer=SGD, accumulative_counts=2, clip_grad=None)
+    """
+
+    def __init__(self, optim_wrapper_cfg: Mapping[str, Any],
+                 paramwise_cfg: Mapping[str, Any] | None = None) -> None:
+        if not isinstance(optim_wrapper_cfg, Mapping) or "optimizer" not in optim_wrapper_cfg:
+            raise ConfigError("DefaultOptimWrapperConstructor needs an optim_wrapper config with "
+                              "an 'optimizer', e.g. {'type': 'OptimWrapper', 'optimizer': "
+                              f"{{'type': 'SGD', 'lr': 0.01}}}}, got {optim_wrapper_cfg!r}")
+        if paramwise_cfg:
+            raise ConfigError("DefaultOptimWrapperConstructor: MMEngine's paramwise_cfg is not "
+                              f"supported by hookline: {MMENGINE_OPTIONS['paramwise_cfg']}")
+        self.optim_wrapper_cfg = dict(optim_wrapper_cfg)
+        self.paramwise_cfg: dict[str, Any] = {}
+
+    def __call__(self, model: torch.nn.Module) -> OptimWrapper:
+        return _build_wrapper(dict(self.optim_wrapper_cfg), unwrap_model(model), "optim_wrapper")
 
 
 def build_optim_wrapper(optimizer: Any, optim_wrapper: Any, model: torch.nn.Module
@@ -51,7 +97,12 @@ def build_optim_wrapper(optimizer: Any, optim_wrapper: Any, model: torch.nn.Modu
     defaults to ``OptimWrapper``), or, for several optimizers, a dict whose
     keys are submodules of the model and whose values are such configs
     (an :class:`OptimWrapperDict`; each optimizer gets its submodule's
-    parameters). ``optimizer`` alone is wrapped in a plain :class:`OptimWrapper`.
+    parameters) or built wrappers (MMEngine's dict of ``OptimWrapper`` objects).
+    A config with ``"constructor"`` (a name in :data:`OPTIM_WRAPPER_CONSTRUCTORS`, or
+    a class) is built as MMEngine builds it: ``constructor(optim_wrapper_cfg=<the
+    config without constructor and paramwise_cfg>, paramwise_cfg=...)(model)``,
+    which returns an ``OptimWrapper`` or an ``OptimWrapperDict``.
+    ``optimizer`` alone is wrapped in a plain :class:`OptimWrapper`.
     Neither gives None (a model whose ``train_step`` needs no optimizer).
 
     Example::
@@ -74,16 +125,58 @@ def build_optim_wrapper(optimizer: Any, optim_wrapper: Any, model: torch.nn.Modu
                           "{'type': 'AmpOptimWrapper', 'optimizer': {'type': 'SGD', 'lr': 0.1}}, "
                           f"got {optim_wrapper!r}")
     cfg = dict(optim_wrapper)
+    if "constructor" in cfg:
+        return _constructed(cfg, model)
     kind = cfg.get("type", "OptimWrapper")
     if kind == "OptimWrapperDict" or ("type" not in cfg and "optimizer" not in cfg and cfg
-                                      and all(isinstance(v, Mapping) for v in cfg.values())):
+                                      and all(isinstance(v, (Mapping, OptimWrapper))
+                                              for v in cfg.values())):
         cfg.pop("type", None)
         return OptimWrapperDict(**{name: _wrapper_for(name, child, model)
                                    for name, child in cfg.items()})
     return _build_wrapper(cfg, model, "optim_wrapper")
 
 
+def _constructor(spec: Mapping[str, Any], where: str) -> tuple[Any, dict[str, Any]]:
+    """The constructor class a ``{"constructor": ...}`` config names, and the keyword
+    arguments MMEngine calls it with (``optim_wrapper_cfg``, ``paramwise_cfg``)."""
+    cfg = {k: v for k, v in spec.items() if k not in ("constructor", "paramwise_cfg")}
+    kind = spec["constructor"]
+    target = OPTIM_WRAPPER_CONSTRUCTORS.get(kind) if isinstance(kind, str) else kind
+    if not callable(target):
+        raise ConfigError(f"{where}.constructor must be a name registered in "
+                          f"OPTIM_WRAPPER_CONSTRUCTORS or a class, got {kind!r}")
+    kwargs = {"optim_wrapper_cfg": cfg, "paramwise_cfg": spec.get("paramwise_cfg")}
+    label = kind if isinstance(kind, str) else getattr(kind, "__name__", repr(kind))
+    check_call(target, kwargs, f"{where}: optim_wrapper constructor {label!r}")
+    return target, kwargs
+
+
+def check_constructor(spec: Mapping[str, Any], where: str = "optim_wrapper") -> None:
+    """Check a ``{"constructor": ...}`` config without a model: the constructor is known and
+    takes MMEngine's arguments; hookline's default constructor also checks the config."""
+    target, kwargs = _constructor(spec, where)
+    if target is DefaultOptimWrapperConstructor:
+        try:
+            target(**kwargs)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+
+def _constructed(cfg: dict[str, Any], model: torch.nn.Module) -> OptimWrapperLike:
+    target, kwargs = _constructor(cfg, "optim_wrapper")
+    label = getattr(target, "__name__", repr(target))
+    wrapper = target(**copy.deepcopy(kwargs))(model)  # MMEngine's copy: the config stays as given
+    if not isinstance(wrapper, (OptimWrapper, OptimWrapperDict)):
+        raise ConfigError(f"optim_wrapper constructor {label!r} returned "
+                          f"{ConfigError.brief(wrapper)}; a constructor returns an "
+                          "OptimWrapper or an OptimWrapperDict")
+    return wrapper
+
+
 def _wrapper_for(name: str, cfg: Any, model: torch.nn.Module) -> OptimWrapper:
+    if isinstance(cfg, OptimWrapper):  # built already (MMEngine's dict of wrapper objects)
+        return cfg
     part = getattr(model, name, None)
     if not isinstance(part, torch.nn.Module):
         children = [child for child, _ in model.named_children()]
@@ -144,6 +237,7 @@ def _build_one(item: Any, optimizer: torch.optim.Optimizer) -> tuple[Any, bool]:
     kwargs = {k: v for k, v in cfg.items() if k != "type"}
     if "optimizer" in _parameters(target):
         kwargs["optimizer"] = optimizer
+    refuse_mmengine_options(target, kwargs, f"param_scheduler type {kind!r}")
     check_call(target, kwargs, f"param_scheduler type {kind!r}")
     scheduler = target(**kwargs)
     if monitor is not None:

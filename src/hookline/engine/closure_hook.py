@@ -12,7 +12,8 @@ Example::
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from hookline.core import ConfigError, HookError, HookHandle, Priority
@@ -20,6 +21,7 @@ from hookline.core.event import check_options, filtered
 from hookline.core.priority import PriorityLike
 
 from .hook import STAGE_KWARGS, STAGES, Hook
+from .hook_table import HookTable
 from .registries import HOOKS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,18 +41,64 @@ IGNITE_EVENTS = {"STARTED": "before_train", "EPOCH_STARTED": "before_train_epoch
                  "EXCEPTION_RAISED": "on_exception"}
 
 
+def _ignite_name(stage: Any) -> str:
+    """``Events.ITERATION_COMPLETED`` (filtered or not), or its name as a string: the name."""
+    return str(getattr(stage, "name", stage)).rsplit(".", 1)[-1].upper()
+
+
 def _stage_name(stage: Any) -> str:
-    """``stage`` checked: one Runner stage name, or one :class:`ConfigError` saying what to pass."""
+    """``stage`` checked: one Runner stage name, or one :class:`ConfigError` saying what to pass.
+
+        >>> try:
+        ...     _stage_name(("after_train_epoch", "after_train"))
+        ... except ConfigError as exc:
+        ...     print(str(exc).split(": ", 1)[1])
+        register it once per stage: runner.on('after_train_epoch', fn) and runner.on('after_train', fn)
+    """
     if isinstance(stage, str) and stage in STAGES:
         return stage
-    if isinstance(stage, (list, tuple, set, frozenset)):
-        raise ConfigError(f"a function runs at one Runner stage, got {stage!r}: register it once "
-                          "per stage (runner.on(stage, fn) for each)")
-    ignite = str(getattr(stage, "name", stage)).rsplit(".", 1)[-1].upper()
+    # several stages: a list, a set, Ignite's ``Events.A | Events.B`` (an EventsList, iterable)
+    if not isinstance(stage, (str, bytes)) and isinstance(stage, Iterable):
+        try:
+            items = list(stage)
+        except Exception:  # an iterable that fails: the generic advice below
+            items = []
+        shown = repr(stage) if isinstance(stage, (list, tuple, set, frozenset)) or not items \
+            else " | ".join(map(str, items))
+        stages = [item if isinstance(item, str) and item in STAGES
+                  else IGNITE_EVENTS.get(_ignite_name(item)) for item in items]
+        advice = ("runner.on(stage, fn) for each" if not stages or None in stages
+                  else " and ".join(f"runner.on({name!r}, fn)" for name in stages))
+        raise ConfigError(f"a function runs at one Runner stage, got {shown}: register it once "
+                          f"per stage: {advice}")
+    ignite = _ignite_name(stage)
     if ignite in IGNITE_EVENTS:
         raise ConfigError(f"unknown Runner stage {stage!r}: Ignite's {ignite} is the stage "
                           f"{IGNITE_EVENTS[ignite]!r}")
     raise ConfigError.unknown("Runner stage", stage, STAGES)
+
+
+def _once_error(once: Any, stage: str) -> ConfigError | None:
+    """The error for Ignite's ``once=N`` / ``once=[N, M]`` (an event filter there), with the
+    hookline spelling; None for other values (:func:`check_options` words those)."""
+    if isinstance(once, int) and not isinstance(once, bool):
+        return ConfigError(f"once must be True or False, got {once!r} (to run once, at call "
+                           f"number {once}, pass every={once}, once=True)")
+    if isinstance(once, (list, tuple, set, frozenset)) and once and all(
+            isinstance(n, int) and not isinstance(n, bool) for n in once):
+        numbers = tuple(sorted(once))
+        plural = "s" if len(numbers) > 1 else ""
+        listed = ", ".join(map(str, numbers[:-1])) + (" and " if plural else "") \
+            + str(numbers[-1])
+        if stage in ("before_train_iter", "after_train_iter"):
+            where, hint = f"iteration{plural} {listed}", f"when=lambda runner: runner.iter + 1 in {numbers}"
+        elif stage in ("before_train_epoch", "after_train_epoch"):
+            where, hint = f"epoch{plural} {listed}", f"when=lambda runner: runner.epoch + 1 in {numbers}"
+        else:
+            where, hint = f"call{plural} {listed} of {stage}", "a when= predicate true at those calls"
+        return ConfigError(f"once must be True or False, got {once!r} (to run at {where}, as "
+                           f"Ignite's once={list(numbers)} does, pass {hint})")
+    return None
 
 
 def fit_to_stage(fn: Callable[..., Any], stage: str, role: str) -> Callable[..., Any]:
@@ -106,6 +154,31 @@ def _blaming(call: Callable[..., bool], when: Callable[..., bool], stage: str
     return checked
 
 
+_SERIALS = itertools.count()
+
+def _nothing() -> None:
+    """What ``filtered`` calls to remove a once-hook: ClosureHook removes its own."""
+
+
+def finished_hooks(runner: Any) -> list[ClosureHook]:
+    """The ``once=True`` ClosureHooks that ran on ``runner`` and took themselves off its hook
+    table, in the order they finished. Their state (``done``) still goes into checkpoints, under
+    the keys they had (:func:`closure_rank`), so that the keys of the others do not move."""
+    table = getattr(runner, "hooks", None)
+    if not isinstance(table, HookTable):
+        return []
+    return [hook for hook in table.retired if isinstance(hook, ClosureHook)]
+
+
+def closure_rank(runner: Any, hook: ClosureHook) -> tuple[int, int]:
+    """``hook``'s place among the ClosureHooks of its stage and function, finished ones
+    included: (priority, order of construction), the hook table's order for the hooks
+    ``runner.on`` registers."""
+    if hook.retired_rank is not None:
+        return hook.retired_rank
+    return runner.hooks.priority_of(hook), hook.serial
+
+
 @HOOKS.register()
 class ClosureHook(Hook):
     """Calls ``fn`` at one ``stage`` with the stage's arguments: ``runner`` first,
@@ -147,9 +220,9 @@ class ClosureHook(Hook):
         stage = _stage_name(stage)
         if not callable(fn):
             raise ConfigError(f"ClosureHook fn must be callable, got {fn!r} for stage {stage!r}")
-        if isinstance(once, int) and not isinstance(once, bool):
-            raise ConfigError(f"once must be True or False, got {once!r} (to run once, at call "
-                              f"number {once}, pass every={once}, once=True)")
+        error = _once_error(once, stage)
+        if error is not None:
+            raise error
         check_options(once, every, when)
         call = fit_to_stage(fn, stage, "fn")
         checked_when = None if when is None else _blaming(fit_to_stage(when, stage, "when"),
@@ -166,8 +239,19 @@ class ClosureHook(Hook):
         #: True once a ``once=True`` hook has run
         self.done = False
         self.handle: HookHandle | None = None
+        #: order of construction: ranks ClosureHooks of one stage and function for their
+        #: checkpoint keys (with the priority), finished ones included
+        self.serial = next(_SERIALS)
+        #: (priority, serial) of a finished once-hook taken off its Runner's hook table
+        self.retired_rank: tuple[int, int] | None = None
         gate = (lambda *args, **kwargs: self.calls % every == 0) if every > 1 else None
-        self._call = filtered(call, once, 1, checked_when, self._finish, gate)
+        if once:  # `once` here rather than by filtered(): finishing needs the runner
+            run_fn = call
+
+            def call(runner: Any, **kwargs: Any) -> Any:
+                self._finish(runner)
+                return run_fn(runner, **kwargs)
+        self._call = filtered(call, False, 1, checked_when, _nothing, gate)
         # The hook table reads the stage's method by name: this instance's attribute
         # shadows the base class's no-op for the one stage, and only for this hook.
         setattr(self, stage, self._dispatch)
@@ -177,7 +261,8 @@ class ClosureHook(Hook):
         return [self.stage]
 
     def _dispatch(self, runner: Runner, **kwargs: Any) -> None:
-        if self.done:
+        if self.done:  # finished in the run a checkpoint was saved from: off the table now
+            self._finish(runner)
             return
         self.calls += 1
         try:
@@ -187,10 +272,22 @@ class ClosureHook(Hook):
         except Exception as exc:
             raise HookError(self.fn, self.stage, exc) from exc
 
-    def _finish(self) -> None:
+    def _finish(self, runner: Any) -> None:
+        """Done: off the hook table (so it costs nothing from now on), kept in the runner's
+        :func:`finished_hooks`, whose states checkpoints keep too."""
         self.done = True
-        if self.handle is not None:
-            self.handle.remove()
+        handle = self.handle
+        if handle is None or handle.removed:
+            return
+        table = getattr(runner, "hooks", None)
+        if isinstance(table, HookTable):
+            try:
+                self.retired_rank = (table.priority_of(self), self.serial)
+            except KeyError:  # on another table (or none): nothing to keep
+                pass
+            else:
+                table.retired.append(self)
+        handle.remove()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call ``fn`` directly (so a function decorated with ``runner.on`` stays callable)."""

@@ -193,10 +193,10 @@ def wraps_model_optimizers(optim_wrapper: Any) -> bool:
             or not optim_wrapper:
         return False
     kind = optim_wrapper.get("type")
-    if kind == "OptimWrapperDict":
+    if kind == "OptimWrapperDict" or "constructor" in optim_wrapper:  # builds its own
         return False
     return kind is not None or set(map(str, optim_wrapper)) <= WRAPPER_OPTIONS \
-        or not all(isinstance(v, Mapping) for v in optim_wrapper.values())
+        or not all(isinstance(v, (Mapping, OptimWrapper)) for v in optim_wrapper.values())
 
 
 def read_optimizers(result: Any, where: str = "configure_optimizers()"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import logging
 import math
 from collections.abc import Iterator, Mapping
@@ -106,6 +107,132 @@ class EpochSampler(Sampler[int]):
         return self.per_rank
 
 
+class InfiniteSampler(Sampler[int]):
+    """MMEngine's ``InfiniteSampler(dataset, shuffle=True, seed=None)``, for iteration-based
+    runs (mmseg's configs): indices without end, one round of the dataset after another (a
+    new permutation each round with ``shuffle``, drawn from one generator seeded ``seed``),
+    every ``world_size``-th index of that stream from ``rank`` on, as MMEngine's. ``len()``
+    is the dataset's size, so ``len(DataLoader)`` is one round's batches, while a pass over
+    the loader never ends: an iteration-based run makes one pass, and a resumed run starts
+    it again after the batches it did (their indices drawn, nothing loaded), exactly.
+
+    Unlike MMEngine's, each ``iter()`` starts the stream from its beginning (MMEngine's goes
+    on where the previous iterator stopped; a run iterates it once, so the batches are the
+    same). ``seed=None`` is 0 (the Runner's seed for ``sampler={'type': 'InfiniteSampler'}``
+    in a dataloader config); MMEngine draws a random one. ``set_epoch`` changes nothing.
+    Not for epoch-based runs (an epoch would never end) nor evaluation loaders.
+
+    Example::
+
+        >>> from itertools import islice
+        >>> list(islice(InfiniteSampler(range(3), shuffle=False), 7))
+        [0, 1, 2, 0, 1, 2, 0]
+        >>> list(islice(InfiniteSampler(range(3), shuffle=False, rank=1, world_size=2), 4))
+        [1, 0, 2, 1]
+    """
+
+    def __init__(self, dataset: Any, shuffle: bool = True, seed: int | None = None, *,
+                 rank: int | None = None, world_size: int | None = None) -> None:
+        self.size = len(dataset)
+        self.shuffle = bool(shuffle)
+        self.seed = 0 if seed is None else int(seed)
+        self.rank = distributed.get_rank() if rank is None else rank
+        self.world_size = distributed.get_world_size() if world_size is None else world_size
+
+    def _rounds(self) -> Iterator[int]:
+        if self.size == 0:
+            return
+        generator = torch.Generator().manual_seed(self.seed)
+        while True:
+            if self.shuffle:
+                yield from torch.randperm(self.size, generator=generator).tolist()
+            else:
+                yield from range(self.size)
+
+    def __iter__(self) -> Iterator[int]:
+        return itertools.islice(self._rounds(), self.rank, None, self.world_size)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def set_epoch(self, epoch: int) -> None:
+        """Nothing: the stream does not depend on the epoch (as MMEngine's)."""
+
+
+#: the samplers a dataloader config builds from ``sampler={'type': ...}`` (MMEngine's
+#: names) -> the options each takes
+SAMPLER_OPTIONS = {"InfiniteSampler": ("shuffle", "seed"),
+                   "DefaultSampler": ("shuffle", "seed", "round_up")}
+
+
+def _sampler_type(spec: Mapping[str, Any]) -> Any:
+    kind = spec.get("type")
+    return kind.rsplit(".", 1)[-1] if isinstance(kind, str) and kind.startswith("mmengine.") \
+        else kind
+
+
+def check_sampler_config(spec: Any, where: str, *, shuffle_given: bool = False) -> None:
+    """A dataloader config's ``sampler``: MMEngine's ``{'type': 'InfiniteSampler' or
+    'DefaultSampler', 'shuffle': ..., 'seed': ...}`` (``round_up`` too for DefaultSampler),
+    or a torch ``Sampler``; anything else is a :class:`ConfigError` saying what to pass.
+
+    Example::
+
+        >>> check_sampler_config({"type": "RandomSampler"}, "train_dataloader")
+        Traceback (most recent call last):
+        ...
+        hookline.core.errors.ConfigError: train_dataloader.sampler: a config builds MMEngine's ...
+    """
+    if shuffle_given:
+        raise ConfigError(f"{where}: give shuffle inside sampler ({{'type': ..., 'shuffle': "
+                          "True}), not beside it (as MMEngine's dataloader configs do)")
+    if isinstance(spec, Sampler):
+        return
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{where}.sampler must be a config such as {{'type': "
+                          f"'InfiniteSampler', 'shuffle': True, 'seed': 0}} or a torch Sampler, "
+                          f"got {ConfigError.brief(spec)}")
+    kind = _sampler_type(spec)
+    if kind not in SAMPLER_OPTIONS:
+        raise ConfigError(
+            f"{where}.sampler: a config builds MMEngine's InfiniteSampler or DefaultSampler "
+            f"(type: 'InfiniteSampler' / 'DefaultSampler', with shuffle and seed), got type "
+            f"{spec.get('type')!r}; for another sampler pass the sampler object itself "
+            "(sampler=MySampler(dataset)) or a DataLoader built with it")
+    for key in spec:
+        if key != "type" and key not in SAMPLER_OPTIONS[kind]:
+            raise ConfigError(f"{where}.sampler: "
+                              f"{ConfigError.unknown(f'{kind} option', key, SAMPLER_OPTIONS[kind])}")
+    for flag in ("shuffle", "round_up"):
+        if flag in spec and not isinstance(spec[flag], bool):
+            raise ConfigError(f"{where}.sampler.{flag} must be True or False, got {spec[flag]!r}")
+    seed = spec.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+        raise ConfigError(f"{where}.sampler.seed must be an int >= 0 or None (the Runner's "
+                          f"seed), got {seed!r}")
+
+
+def _with_sampler(dataset: Any, spec: Any, options: dict[str, Any], seed: int, rank: int,
+                  world_size: int, pad: bool, name: str) -> DataLoader[Any]:
+    """The DataLoader of a config with a ``sampler`` (checked: :func:`check_sampler_config`)."""
+    generator = torch.Generator().manual_seed(seed)
+    if isinstance(spec, Sampler):
+        return DataLoader(dataset, sampler=spec, generator=generator, **options)
+    kind = _sampler_type(spec)
+    shuffle = spec.get("shuffle", True)
+    own_seed = seed if spec.get("seed") is None else spec["seed"]
+    if kind == "DefaultSampler":  # MMEngine's order: randperm seeded seed + epoch
+        return _wrap(dataset, shuffle, options, own_seed, rank, world_size,
+                     pad and spec.get("round_up", True), torch_seeding=True)
+    if not pad:
+        raise ConfigError(f"{name}: an InfiniteSampler never ends a pass over the data, and "
+                          "evaluation goes through its data once: give it sampler={'type': "
+                          "'DefaultSampler', 'shuffle': False}, or no sampler")
+    sampler = InfiniteSampler(dataset, shuffle=shuffle, seed=own_seed, rank=rank,
+                              world_size=world_size)
+    return DataLoader(dataset, sampler=sampler, generator=generator, **options)
+
+
 def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
                      logger: logging.Logger, datasets_registry: Any = None,
                      name: str = "dataloader", shuffle_default: bool = True,
@@ -114,7 +241,10 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
 
     A config dict holds ``dataset`` (a dataset or a ``{"type": ...}`` dict for
     the DATASETS registry) and DataLoader arguments such as ``batch_size`` and
-    ``shuffle``. A DataLoader with a random, sequential or distributed sampler
+    ``shuffle``, or, as MMEngine's, ``sampler``: ``{'type': 'InfiniteSampler',
+    'shuffle': ..., 'seed': ...}`` (:class:`InfiniteSampler`), ``{'type':
+    'DefaultSampler', ...}`` (an :class:`EpochSampler` drawing MMEngine's order) or a
+    sampler object, kept as it is. A DataLoader with a random, sequential or distributed sampler
     is rebuilt around an :class:`EpochSampler` (only torch's own classes: a
     subclass is the user's; a ``DistributedSampler`` keeps its ``seed``, ``drop_last``
     and order); any other sampler is kept as it is (then resume replays the data
@@ -132,12 +262,20 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
             if datasets_registry is None:
                 raise ConfigError(f"{name}: a dataset config needs the DATASETS registry")
             dataset = datasets_registry.build(dataset)
+        sampler = options.pop("sampler", None)
         unknown = sorted(set(options) - set(DATALOADER_KEYS))
         if unknown:
             raise ConfigError(
-                f"{name} got unknown option(s) {unknown}; accepted: dataset, "
+                f"{name} got unknown option(s) {unknown}; accepted: dataset, sampler, "
                 f"{', '.join(DATALOADER_KEYS)}"
             )
+        if sampler is not None:
+            check_sampler_config(sampler, name, shuffle_given="shuffle" in options)
+            if isinstance(dataset, IterableDataset):
+                raise ConfigError(f"{name}: a sampler with an IterableDataset "
+                                  f"({type(dataset).__name__}), which yields its samples in "
+                                  "its own order: drop sampler")
+            return _with_sampler(dataset, sampler, options, seed, rank, world_size, pad, name)
         shuffle = options.pop("shuffle", shuffle_default)
         if isinstance(dataset, IterableDataset):
             if "shuffle" in spec and shuffle:
@@ -166,6 +304,8 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
             _check_same_length(loader, name)
         return loader
     batch_sampler = loader.batch_sampler
+    if type(batch_sampler) is BatchSampler and isinstance(sampler, InfiniteSampler):
+        return loader  # hookline's: its stream depends on its seed only (a resume is exact)
     if type(batch_sampler) is not BatchSampler or not _replaceable(sampler):
         custom = sampler if type(batch_sampler) is BatchSampler else batch_sampler
         logger.warning("%s has a custom sampler (%s): kept as is; mid-epoch resume replays the "
@@ -288,6 +428,26 @@ def set_epoch(loader: DataLoader[Any] | None, epoch: int) -> None:
         own_sampler = getattr(loader, "sampler", None)
         if isinstance(own_sampler, EpochSampler):
             loader.generator.manual_seed(own_sampler.seed * 100_003 + epoch + 1)
+
+
+def ends_at_length(loader: Any) -> bool:
+    """Whether every pass over ``loader`` is known to end after ``len(loader)`` batches: a
+    DataLoader batching hookline's :class:`EpochSampler` or one of torch's own samplers. A
+    pass over another sampler may go on past its ``len()`` (MMEngine's ``InfiniteSampler``).
+
+    Example::
+
+        >>> ends_at_length(DataLoader(range(10), batch_size=4))
+        True
+    """
+    if not isinstance(loader, DataLoader) or isinstance(loader.dataset, IterableDataset):
+        return False
+    batch_sampler = loader.batch_sampler
+    if batch_sampler is not None and type(batch_sampler) is not BatchSampler:
+        return False
+    sampler = loader.sampler
+    return isinstance(sampler, EpochSampler) or type(sampler) in (
+        RandomSampler, SequentialSampler, DistributedSampler)
 
 
 def skip_batches(loader: DataLoader[Any], count: int) -> bool:

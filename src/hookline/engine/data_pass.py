@@ -1,9 +1,11 @@
 """One pass over a training loader that may have no length (an ``IterableDataset``).
 
-:func:`start_pass` starts a pass after the batches a resumed run already did:
-hookline's own sampler skips them without loading them; any other loader (a
-custom sampler, an ``IterableDataset``) has them read and dropped, which
-replays the same data when the loader is deterministic.
+:func:`start_pass` starts a pass after the batches a resumed run already did,
+without loading them: hookline's own sampler skips them, and a DataLoader with
+another sampler (MMEngine's ``InfiniteSampler``, a custom one) has their indices
+drawn from its sampler; any other loader (an ``IterableDataset``, a DataLoader
+subclass, a plain iterable) has them read and dropped. Either way the pass
+replays the interrupted one when the loader's order is deterministic.
 
 :class:`LookAheadPass` reads one batch ahead, so the loop knows that a batch is
 the last of the pass *before* its step runs (as Lightning's data fetcher does):
@@ -30,7 +32,7 @@ import torch
 from torch.utils.data import RandomSampler
 
 from .data import skip_batches
-from .fast_batches import iter_batches
+from .fast_batches import iter_batches, iter_batches_after
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import Runner
@@ -64,6 +66,10 @@ def start_pass(loader: Iterable[Any], start: int, *, fast: bool = False,
     with torch.random.fork_rng(devices=[]):
         if skip_batches(loader, start):  # type: ignore[arg-type]
             return iter_batches(loader, enabled=fast, device=device), start
+        # another sampler of a DataLoader: the skipped batches' indices drawn, not loaded
+        resumed = iter_batches_after(loader, start, enabled=fast, device=device)
+        if resumed is not None:
+            return resumed
         iterator = iter_batches(loader, enabled=fast, device=device)
         skipped = sum(1 for _ in itertools.islice(iterator, start))  # read and dropped
     return iterator, skipped

@@ -1,7 +1,13 @@
 """The evaluation loops: :class:`ValLoop` and :class:`TestLoop` (MMEngine's names).
 
 Each runs one pass over its dataloader without gradients and computes the
-metrics over it; registered in ``LOOPS``.
+metrics over it; registered in ``LOOPS``. As MMEngine's (``fp16=False``),
+they run in full precision whatever the optimizer wrapper trains in;
+``fp16=True`` runs the steps under autocast (the ``AmpOptimWrapper``'s
+dtype when training uses one, else torch's default for the device: float16
+on CUDA, bfloat16 on CPU). The Runner's ``val_loop`` / ``test_loop``
+arguments configure them, e.g. ``val_loop={"fp16": True}`` (MMEngine's
+``val_cfg``).
 
 Example::
 
@@ -12,20 +18,25 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from hookline.core import ConfigError
+
+from .amp_optim_wrapper import AmpOptimWrapper
 from .base_loop import BaseLoop, note_where
 from .data import move_to
-from .evaluator import Evaluator
+from .evaluator import Evaluator, is_scalar
 from .fast_batches import iter_batches
 from .registries import LOOPS
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import Runner
 
-__all__ = ["TestLoop", "ValLoop"]
+__all__ = ["TestLoop", "ValLoop", "eval_loop_config"]
 
 #: mode -> (its before-iteration stage, its after-iteration stage)
 _ITER_STAGES = {mode: (f"before_{mode}_iter", f"after_{mode}_iter") for mode in ("val", "test")}
@@ -41,11 +52,17 @@ class ValLoop(BaseLoop):
 
     mode = "val"
 
-    def __init__(self, runner: Runner, dataloader: Any, metrics: Any = None) -> None:
+    def __init__(self, runner: Runner, dataloader: Any, metrics: Any = None,
+                 fp16: bool = False) -> None:
         super().__init__(runner, dataloader)
+        if not isinstance(fp16, bool):
+            raise ConfigError(f"{type(self).__name__} fp16 must be true or false (true: the "
+                              f"steps run under autocast), got {fp16!r}")
+        #: run the steps under autocast (MMEngine's ``fp16``); False: full precision
+        self.fp16 = fp16
         #: name -> metric callable or torchmetrics metric
-        self.metrics = dict(metrics if metrics is not None else runner.metrics)
-        self.last_metrics: dict[str, float] = {}
+        self.metrics = dict(metrics if metrics is not None else self._runner_metrics(runner))
+        self.last_metrics: dict[str, Any] = {}
         #: ``runner.iter`` when the latest pass began (None before the first): a hook that
         #: validates a cut epoch itself checks it was not validated there already
         self.ran_at_iter: int | None = None
@@ -54,8 +71,14 @@ class ValLoop(BaseLoop):
         #: what accumulates the current pass (MMEngine's ``val_loop.evaluator``): a hook may
         #: run ``run_iter(i, batch)`` itself and read ``evaluator.evaluate(size)``
         self.evaluator = Evaluator(self.metrics)
+        self._warned_empty = False  # the no-data warning: once per loop
 
-    def run(self) -> dict[str, float]:
+    def _runner_metrics(self, runner: Runner) -> Any:
+        """The Runner's metrics for this loop's mode (``metrics``; the test loop's
+        ``test_metrics``)."""
+        return runner.metrics
+
+    def run(self) -> dict[str, Any]:
         runner, mode = self.runner, self.mode
         call = runner.hooks.call
         model = runner.model
@@ -76,17 +99,50 @@ class ValLoop(BaseLoop):
             metrics = evaluator.compute()
         finally:
             model.train(was_training)
+        if evaluator.processed_nothing:
+            self._warn_empty(runner)
         if mode == "val":  # a checkpoint an after_val_epoch hook writes repeats it, RNGs aside
             runner.state.compute_val()
+        hub = runner.message_hub
+        numbers = metrics
         for name, value in metrics.items():
-            runner.message_hub.update(f"{mode}/{name}", value)
-        runner.message_hub.info[f"{mode}_metrics"] = metrics
+            if is_scalar(value):
+                hub.update(f"{mode}/{name}", value)
+            else:  # lists, dicts, strings: run information, as MMEngine's RuntimeInfoHook
+                hub.info[f"{mode}/{name}"] = value
+                numbers = {k: v for k, v in metrics.items() if is_scalar(v)}
+        hub.info[f"{mode}_metrics"] = numbers  # the metrics themselves when all are numbers
         self.last_metrics = metrics
         call(runner, f"after_{mode}_epoch", metrics=metrics)
         if mode == "val":  # every hook saw it: a checkpoint from here on does not repeat it
             runner.state.complete_val()  # (CheckpointHook writes its files in after_val)
         call(runner, f"after_{mode}")
         return metrics
+
+    def _warn_empty(self, runner: Runner) -> None:
+        """Once per loop: the pass processed no data, so there are no metrics (MMEngine's
+        "got empty results" warning)."""
+        if self._warned_empty:
+            return
+        self._warned_empty = True
+        named = f" (metrics {', '.join(self.metrics)} were not computed)" if self.metrics else ""
+        runner.logger.warning(
+            "%s: the %s pass processed no data: %s_dataloader gave no batches, or every step "
+            "returned an empty list of data samples; it reports no metrics%s, so nothing that "
+            "tracks one (CheckpointHook save_best, EarlyStoppingHook, ReduceLROnPlateau) is "
+            "updated by it. (Said once per loop.)", type(self).__name__, self.mode, self.mode,
+            named)
+
+    def precision_context(self) -> contextlib.AbstractContextManager[Any]:
+        """What each step runs under: nothing (full precision) unless :attr:`fp16`; then the
+        training ``AmpOptimWrapper``'s autocast, else torch's for the Runner's device."""
+        if not self.fp16:
+            return contextlib.nullcontext()
+        runner = self.runner
+        wrapper = getattr(runner, "optim_wrapper", None)  # None without an optimizer
+        if isinstance(wrapper, AmpOptimWrapper):
+            return wrapper.autocast()
+        return torch.autocast(device_type=runner.device.type)
 
     def run_iter(self, batch_idx: int, data_batch: Any, evaluator: Evaluator | None = None
                  ) -> None:
@@ -101,7 +157,11 @@ class ValLoop(BaseLoop):
         if hooks.stages[before]:
             hooks.callers[before](runner, batch_idx=batch_idx, data_batch=data_batch)
         try:
-            outputs = runner.eval_step(data_batch, mode, batch_idx)
+            if self.fp16:
+                with self.precision_context():
+                    outputs = runner.eval_step(data_batch, mode, batch_idx)
+            else:
+                outputs = runner.eval_step(data_batch, mode, batch_idx)
         except Exception as exc:
             note_where(exc, f"hookline: raised in the {mode} step of batch {batch_idx}")
             raise
@@ -113,6 +173,39 @@ class ValLoop(BaseLoop):
 
 @LOOPS.register()
 class TestLoop(ValLoop):
-    """:class:`ValLoop` for the test set (``*_test_*`` stages, ``test/<name>`` metrics)."""
+    """:class:`ValLoop` for the test set (``*_test_*`` stages, ``test/<name>`` metrics); its
+    metrics are the Runner's ``test_metrics`` (by default its ``metrics``)."""
 
     mode = "test"
+
+    def _runner_metrics(self, runner: Runner) -> Any:
+        return getattr(runner, "test_metrics", runner.metrics)
+
+
+def eval_loop_config(spec: Any, mode: str) -> dict[str, Any]:
+    """The ``LOOPS`` config of the Runner's ``val_loop`` / ``test_loop`` argument (``mode``
+    "val" or "test"): a loop name, or a config whose ``type`` defaults to ``ValLoop`` /
+    ``TestLoop`` (so MMEngine's ``val_cfg=dict(fp16=True)`` is ``val_loop={"fp16": True}``).
+
+    Example::
+
+        >>> eval_loop_config({"fp16": True}, "val"), eval_loop_config(None, "test")
+        ({'type': 'ValLoop', 'fp16': True}, {'type': 'TestLoop'})
+        >>> eval_loop_config(True, "val")
+        Traceback (most recent call last):
+        ...
+        hookline.core.errors.ConfigError: val_loop must be a LOOPS name or a config dict ...
+    """
+    default = "ValLoop" if mode == "val" else "TestLoop"
+    if spec is None:
+        return {"type": default}
+    if isinstance(spec, str) or (isinstance(spec, type) and issubclass(spec, BaseLoop)):
+        return {"type": spec}
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{mode}_loop must be a LOOPS name or a config dict such as "
+                          f"{{'type': {default!r}, 'fp16': True}}, got {spec!r}")
+    if "metrics" in spec:
+        where = "metrics=" if mode == "val" else "test_metrics="
+        raise ConfigError(f"{mode}_loop: give the metrics as the Runner's {where}, not in the "
+                          "loop config")
+    return {"type": default, **spec}

@@ -9,6 +9,13 @@ A step may instead return a list of data samples (MMEngine's ``val_step``):
 each metric is then called once with every sample of the epoch (gathered
 from all ranks, in dataset order) and returns a number or a dict of numbers.
 
+What a metric returns reaches the hooks as MMEngine passes it on: numbers
+as Python numbers (an int stays an int; a one-element tensor or NumPy
+array becomes its number), a larger tensor or array as a nested list,
+strings, lists and dicts as they are, and ``None`` dropped. Two metrics
+reporting the same key, or a metric reporting a key the step's outputs
+average (``loss``), is a :class:`ConfigError` naming both.
+
 Example::
 
     >>> import torch
@@ -49,6 +56,25 @@ def mse(preds: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 METRICS.register(accuracy, name="accuracy")
 METRICS.register(mse, name="mse")
+
+#: the built-in metrics: each returns one number, reported under the name it is given
+_ONE_NUMBER = (accuracy, mse)
+
+
+def returns_one_number(metric: Any) -> bool:
+    """Whether ``metric`` (a callable, or a registered name) is known to return one number,
+    reported under the name it is given (the built-in ``accuracy`` and ``mse``). Anything
+    else may return a dict whose keys are known only once it ran.
+
+        >>> returns_one_number("accuracy"), returns_one_number(mse), returns_one_number(len)
+        (True, True, False)
+    """
+    if isinstance(metric, str):
+        try:
+            metric = METRICS.get(metric)
+        except ConfigError:
+            return False
+    return any(metric is known for known in _ONE_NUMBER)
 
 
 def build_metrics(spec: Any) -> dict[str, Any]:
@@ -92,6 +118,8 @@ class Evaluator:
         self.named_metrics: dict[str, Any] = dict(metrics)
         #: the metrics as MMEngine's ``Evaluator.metrics`` lists them
         self.metrics: list[Any] = list(self.named_metrics.values())
+        #: True when the latest :meth:`compute` found no data on any rank (see there)
+        self.processed_nothing = False
         self.reset()
 
     def reset(self) -> None:
@@ -105,16 +133,29 @@ class Evaluator:
             if _is_torchmetric(metric):
                 metric.reset()
 
-    def process(self, outputs: Mapping[str, Any] | Sequence[Any], data_batch: Any = None
-                ) -> None:
+    def process(self, outputs: Mapping[str, Any] | Sequence[Any] | None = None,
+                data_batch: Any = None, *, data_samples: Sequence[Any] | None = None) -> None:
         """Take one batch's outputs (``preds``, ``targets`` and scalar entries), or its list
-        of data samples.
+        of data samples (MMEngine's call, ``process(data_samples=..., data_batch=...)``, too).
 
         Scalar entries are weighted by the batch's size: the length of ``targets``, else of
         ``preds``, else of ``data_batch``'s first tensor, else 1. With metrics, the outputs
         must hold ``preds`` and ``targets`` (or Hugging Face's names ``logits`` and
         ``labels``, used when the first name is absent); a :class:`ConfigError` otherwise.
+
+            >>> ev = Evaluator({"n": lambda samples: len(samples)})
+            >>> ev.process(data_samples=[{"ok": 1}, {"ok": 0}], data_batch=None)
+            >>> ev.evaluate(2)
+            {'n': 2}
         """
+        if data_samples is not None:
+            if outputs is not None:
+                raise TypeError("Evaluator.process() got both outputs and data_samples: "
+                                "give one (they are the same argument)")
+            outputs = data_samples
+        if outputs is None:
+            raise TypeError("Evaluator.process() needs the batch's outputs: a dict, or a list "
+                            "of data samples (data_samples=)")
         if not isinstance(outputs, Mapping):
             if not isinstance(outputs, (list, tuple)):
                 raise TypeError(f"a validation or test step must return a dict or a list of "
@@ -181,41 +222,52 @@ class Evaluator:
             f"this batch's preds {tuple(preds.shape)} / targets {tuple(targets.shape)} and "
             f"the first batch's {tuple(first_p.shape)} / {tuple(first_t.shape)}"))
 
-    def evaluate(self, size: int | None = None) -> dict[str, float]:  # noqa: ARG002  (MMEngine's signature)
+    def evaluate(self, size: int | None = None) -> dict[str, Any]:  # noqa: ARG002  (MMEngine's signature)
         """MMEngine's name: :meth:`compute` the metrics, then :meth:`reset` for the next
         pass (``size``, the dataset length, is not needed: every sample is counted once)."""
         metrics = self.compute()
         self.reset()
         return metrics
 
-    def compute(self) -> dict[str, float]:
-        """The epoch's metrics as floats, reduced over ranks (one sync, at the end).
+    def compute(self) -> dict[str, Any]:
+        """The epoch's metrics, reduced over ranks (one sync, at the end).
 
-        On several ranks, scalar entries are summed with one all-reduce and
-        predictions are all-gathered (shards may differ in length) and
-        interleaved back into the order the strided shards were cut from (the
-        dataset's order for an unshuffled loader), so metrics equal those of
-        one process seeing the whole set, order included. A rank whose shard
-        was empty still joins every collective.
+        Averaged step entries are floats; what metrics return is made plain
+        (see the module's doc). On several ranks, scalar entries are summed with
+        one all-reduce and predictions are all-gathered (shards may differ in
+        length) and interleaved back into the order the strided shards were cut
+        from (the dataset's order for an unshuffled loader), so metrics equal
+        those of one process seeing the whole set, order included. A rank whose
+        shard was empty still joins every collective. When no rank processed any
+        data, no metric is called and :attr:`processed_nothing` is True.
         """
-        results: dict[str, float] = {}
+        results: dict[str, Any] = {}
         keys = sorted(self._sums)
         layout = _layout(self._preds, self._targets)
         has_samples = bool(self._samples)
+        has_data = has_samples or self._count > 0
         if distributed.get_world_size() > 1:
             # which scalar keys and which prediction shapes exist on any rank
-            everyone = distributed.all_gather_object((keys, layout, has_samples))
-            keys = sorted({key for rank_keys, _, _ in everyone for key in rank_keys})
-            layouts = {rank_layout for _, rank_layout, _ in everyone if rank_layout}
+            everyone = distributed.all_gather_object((keys, layout, has_samples, has_data))
+            keys = sorted({key for rank_keys, _, _, _ in everyone for key in rank_keys})
+            layouts = {rank_layout for _, rank_layout, _, _ in everyone if rank_layout}
             if len(layouts) > 1:
                 raise ConfigError(_layout_message(
                     [n for n, m in self.named_metrics.items() if not _is_torchmetric(m)],
                     "the ranks' preds / targets (trailing shapes, dtypes) "
                     + ", ".join(str(one) for one in sorted(layouts, key=str))))
-            layout = next((rank_layout for _, rank_layout, _ in everyone if rank_layout), None)
-            has_samples = any(flag for _, _, flag in everyone)
+            layout = next((rank_layout for _, rank_layout, _, _ in everyone if rank_layout),
+                          None)
+            has_samples = any(flag for _, _, flag, _ in everyone)
+            has_data = any(flag for _, _, _, flag in everyone)
+        #: True when the latest :meth:`compute` found no data on any rank (no batch, or
+        #: steps that returned no data samples): no metric was called
+        self.processed_nothing = not has_data
+        if not has_data:
+            return results
         if has_samples:
             return self._compute_on_samples()
+        sources: dict[str, str] = {}  # key -> who reported it, for the collision error
         if keys:
             device = self._sums[keys[0]].device if self._sums else distributed.collective_device()
             zero = torch.zeros((), dtype=torch.float64, device=device)
@@ -224,6 +276,7 @@ class Evaluator:
             packed = distributed.all_reduce_sum(packed)
             for key, value in zip(keys, (packed[:-1] / packed[-1]).tolist()):
                 results[key] = value
+                sources[key] = _STEP
         preds = targets = None
         if layout is not None:
             preds = distributed.all_gather_interleave(_cat_or_empty(self._preds, *layout[0]))
@@ -235,26 +288,105 @@ class Evaluator:
                 value = _call_metric(name, metric, preds, targets)
             else:
                 value = None
-            if isinstance(value, Mapping):  # several numbers (precision, recall): by their names
-                results.update({str(k): float(v.item() if isinstance(v, torch.Tensor) else v)
-                                for k, v in value.items()})
-            elif value is not None:
-                results[name] = float(value.item() if isinstance(value, torch.Tensor) else value)
+            _add_result(results, sources, name, value)
         return results
 
-    def _compute_on_samples(self) -> dict[str, float]:
+    def _compute_on_samples(self) -> dict[str, Any]:
         samples = distributed.interleave(distributed.all_gather_object(self._samples))
-        results: dict[str, float] = {}
+        results: dict[str, Any] = {}
+        sources: dict[str, str] = {}
         for name, metric in self.named_metrics.items():
             if _is_torchmetric(metric):
                 raise ConfigError(f"metric {name!r} is a torchmetrics metric, but the step returns "
                                   f"data samples: give a callable(samples) instead")
-            value = metric(samples)
-            if isinstance(value, Mapping):
-                results.update({str(k): float(v) for k, v in value.items()})
-            elif value is not None:
-                results[name] = float(value.item() if isinstance(value, torch.Tensor) else value)
+            try:
+                value = metric(samples)
+            except Exception as exc:
+                raise RuntimeError(f"metric {name!r} failed on {len(samples)} data samples "
+                                   f"(of types {_kinds(samples)}): {type(exc).__name__}: "
+                                   f"{exc}") from exc
+            _add_result(results, sources, name, value)
         return results
+
+
+#: who reported a key that the step's outputs averaged (see _add_result)
+_STEP = "the validation/test step's outputs (averaged over the samples)"
+
+
+def _add_result(results: dict[str, Any], sources: dict[str, str], name: str, value: Any
+                ) -> None:
+    """Add what metric ``name`` returned to ``results``: a dict under its own keys, anything
+    else under ``name``; ``None`` (and a dict's ``None`` entries) left out. A key already
+    reported (by another metric, or by the step's averaged outputs) is a :class:`ConfigError`
+    naming both, as MMEngine's Evaluator raises."""
+    entries = ({str(k): v for k, v in value.items()} if isinstance(value, Mapping)
+               else {name: value})
+    for key, entry in entries.items():
+        if entry is None:  # MMEngine's DumpResults and friends report nothing
+            continue
+        if key in results:
+            other = sources[key]
+            clash = (f"metric {name!r} reports {key!r}, which {other} already report"
+                     if other == _STEP else
+                     f"metrics {other!r} and {name!r} both report {key!r}")
+            example = f"{name}/{key}" if isinstance(value, Mapping) else f"val_{key}"
+            raise ConfigError(
+                f"{clash}: each key of a validation/test result must come from one place "
+                f"(MMEngine's Evaluator refuses metrics without distinct prefixes too); "
+                f"rename the metric or have it report the value under another key, e.g. "
+                f"{example!r}")
+        results[key] = plain_value(entry)
+        sources[key] = name
+
+
+def plain_value(value: Any) -> Any:
+    """A metric's value as hooks, the log and ``val()`` get it: Python numbers stay (a bool
+    becomes an int), a one-element tensor or NumPy array becomes its number (an int for an
+    integer dtype), a larger one a nested list; lists, tuples and dicts are made plain
+    entry by entry; strings and any other object stay as they are.
+
+        >>> import numpy as np
+        >>> plain_value(torch.tensor(3)), plain_value(np.float32(0.5)), plain_value(True)
+        (3, 0.5, 1)
+        >>> plain_value({"per_class": torch.tensor([0.5, 1.0]), "name": "x"})
+        {'per_class': [0.5, 1.0], 'name': 'x'}
+    """
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float, str)):
+        return value
+    if isinstance(value, torch.Tensor):
+        value = value.detach()
+        if value.numel() == 1:
+            number = value.reshape(()).item()
+            return int(number) if isinstance(number, bool) else number
+        return value.cpu().tolist()
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        listed = value.tolist()  # a NumPy scalar gives its number, an array a nested list
+        if getattr(value, "size", 0) == 1 and isinstance(listed, list):
+            listed = value.reshape(()).tolist()
+        return plain_value(listed) if isinstance(listed, (bool, list)) else listed
+    if isinstance(value, Mapping):
+        return {k: plain_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_value(v) for v in value]
+    return value
+
+
+def is_scalar(value: Any) -> bool:
+    """Whether a (plain) metric value is one number: what the message hub records, loggers
+    plot and ``save_best`` / ``monitor`` can track.
+
+        >>> is_scalar(0.5), is_scalar(3), is_scalar([0.5]), is_scalar("0.5"), is_scalar(True)
+        (True, True, False, False, False)
+    """
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _kinds(samples: list[Any]) -> str:
+    """The type names of ``samples``, at most three: ``dict`` / ``DetDataSample, dict``."""
+    names = list(dict.fromkeys(type(s).__name__ for s in samples))
+    return ", ".join(names[:3]) + (" ..." if len(names) > 3 else "") if names else "none"
 
 
 def batch_size(targets: Any, preds: Any, data_batch: Any = None) -> int:

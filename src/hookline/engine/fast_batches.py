@@ -39,6 +39,8 @@ Example::
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,7 +51,7 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, Subset, TensorDataset, default_collate
 from torch.utils.data._utils.collate import collate_tensor_fn, default_collate_fn_map
 
-__all__ = ["DataPath", "data_path", "iter_batches"]
+__all__ = ["DataPath", "data_path", "iter_batches", "iter_batches_after"]
 
 #: the warning the DataLoader gives for ``pin_memory=True`` on a machine without an accelerator
 NO_ACCELERATOR = ("'pin_memory' argument is set as true but no accelerator is found, then device "
@@ -117,23 +119,115 @@ def iter_batches(loader: Any, *, enabled: bool = True, device: torch.device | No
     the random draw); the batches come as they are read.
     """
     path = data_path(loader, enabled=enabled, device=device)
-    if not path.fast:
-        return iter(loader)
+    fast = _fast_pass(loader, path, 0, device) if path.fast else None
+    return iter(loader) if fast is None else fast[0]
+
+
+def iter_batches_after(loader: Any, skip: int, *, enabled: bool = True,
+                       device: torch.device | None = None) -> tuple[Iterator[Any], int] | None:
+    """A pass over ``loader`` (as :func:`iter_batches` makes it) that starts after its first
+    ``skip`` batches, and how many it moved past (fewer when the pass is shorter). The
+    skipped batches' indices are drawn from the loader's batch sampler (its sampler, without
+    batching), in the order and at the moment the DataLoader draws them, and nothing is
+    loaded. None when a loader's batches cannot be skipped so: not a torch ``DataLoader``
+    (a subclass included), or one over an ``IterableDataset``; such a pass is read instead.
+
+    Example::
+
+        >>> from torch.utils.data import DataLoader
+        >>> iterator, skipped = iter_batches_after(DataLoader(list(range(10)), batch_size=4), 2)
+        >>> [batch.tolist() for batch in iterator], skipped
+        ([[8, 9]], 2)
+    """
+    path = data_path(loader, enabled=enabled, device=device)
+    if path.fast:
+        fast = _fast_pass(loader, path, skip, device)
+        if fast is not None:
+            return fast
+    if type(loader) is not DataLoader or isinstance(loader.dataset, IterableDataset):
+        return None
+    batching = loader.batch_sampler is not None
+    indices = _SkippedIndices(loader.batch_sampler if batching else loader.sampler, skip)
+    iterator = iter(_one_pass_loader(loader, indices, batching))  # its random draw, as iter(loader)
+    return iterator, indices.draw()
+
+
+class _SkippedIndices:
+    """A loader's batch sampler (or sampler) whose pass starts after its first ``skip``
+    items: they are drawn, not loaded, as the pass asks for its first item (or when
+    :meth:`draw` is called), so the sampler's own random draws come where the DataLoader
+    makes them, after the pass's seed."""
+
+    def __init__(self, sampler: Any, skip: int) -> None:
+        self.sampler = sampler
+        self.skip = skip
+        self._iterator: Iterator[Any] | None = None
+        self._skipped: int | None = None
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._iterator is None:
+            self._iterator = iter(self.sampler)
+        return self
+
+    def __next__(self) -> Any:
+        self.draw()
+        assert self._iterator is not None
+        return next(self._iterator)
+
+    def draw(self) -> int:
+        """Skip the first items of the pass (once); how many there were."""
+        if self._skipped is None:
+            if self._iterator is None:
+                self._iterator = iter(self.sampler)
+            self._skipped = sum(1 for _ in itertools.islice(self._iterator, self.skip))
+        return self._skipped
+
+    def __len__(self) -> int:
+        return max(len(self.sampler) - self.skip, 0)
+
+
+def _one_pass_loader(loader: DataLoader[Any], indices: _SkippedIndices, batching: bool
+                     ) -> DataLoader[Any]:
+    """A DataLoader like ``loader`` (its dataset, workers, collate_fn, generator ...) whose
+    one pass draws its indices from ``indices``; its workers end with that pass."""
+    options: dict[str, Any] = {
+        "num_workers": loader.num_workers, "collate_fn": loader.collate_fn,
+        "pin_memory": loader.pin_memory, "timeout": loader.timeout,
+        "worker_init_fn": loader.worker_init_fn, "generator": loader.generator,
+        "multiprocessing_context": loader.multiprocessing_context,
+        "pin_memory_device": loader.pin_memory_device}
+    if loader.num_workers > 0:
+        options["prefetch_factor"] = loader.prefetch_factor
+    if "in_order" in _LOADER_PARAMETERS:
+        options["in_order"] = getattr(loader, "in_order", True)
+    if batching:
+        return DataLoader(loader.dataset, batch_sampler=indices, **options)
+    return DataLoader(loader.dataset, batch_size=None, sampler=indices, **options)
+
+
+_LOADER_PARAMETERS = frozenset(inspect.signature(DataLoader.__init__).parameters)
+
+
+def _fast_pass(loader: Any, path: DataPath, skip: int, device: torch.device | None
+               ) -> tuple[Iterator[Any], int] | None:
+    """The fast path's pass after ``skip`` batches (their indices drawn, not loaded), and
+    how many it moved past; None when the DataLoader's iterator must make the batches."""
     dataset = loader.dataset
     index_map: torch.Tensor | None = None
     if type(dataset) is Subset:
         index_map = _index_tensor(dataset.indices)
         if index_map is None:  # indices that are not integers: the DataLoader's way
-            return iter(loader)
+            return None
     pin = _pins(loader, device)
     if loader.pin_memory and _accelerator() is None:
-        warnings.warn(NO_ACCELERATOR, stacklevel=2)
+        warnings.warn(NO_ACCELERATOR, stacklevel=3)
     # what the DataLoader's iterator does when it starts, in this order
     indices = iter(loader.batch_sampler)
     torch.empty((), dtype=torch.int64).random_(generator=loader.generator)
+    skipped = sum(1 for _ in itertools.islice(indices, skip)) if skip > 0 else 0
     if path.kind == "getitems":
-        return _collated(indices, dataset)
-    return _indexed(indices, dataset, _source(dataset).tensors, index_map, pin)
+        return _collated(indices, dataset), skipped
+    return _indexed(indices, dataset, _source(dataset).tensors, index_map, pin), skipped
 
 
 # -- the passes ------------------------------------------------------------------------------

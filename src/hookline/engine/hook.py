@@ -247,8 +247,23 @@ class Hook:
 
     @staticmethod
     def is_last_train_epoch(runner: Runner) -> bool:
-        """True during the last training epoch."""
-        return runner.by_epoch and runner.epoch + 1 == runner.max_epochs
+        """True during the last training epoch.
+
+        In an iteration-based run (``max_iters``), whose epoch stages fire once, around the
+        whole run, and whose ``runner.max_epochs`` counts passes over the training data:
+        True during the last pass, from iteration ``(max_epochs - 1) x len(train_dataloader)``
+        on, and in the ``after_train_epoch`` that ends the run. (MMEngine's iteration-based
+        loop has ``max_epochs`` 1, so it says True throughout such a run: a ported hook
+        that acts "in the last epoch" acts in the last pass here.)
+        """
+        if runner.by_epoch:
+            return runner.epoch + 1 == runner.max_epochs
+        loop = runner.train_loop
+        passes = runner.max_epochs
+        length = loop.epoch_length if loop is not None else None
+        if not passes or not length:
+            return False
+        return runner.iter >= (passes - 1) * length
 
     @staticmethod
     def is_last_train_iter(runner: Runner) -> bool:
@@ -310,6 +325,11 @@ class StageCall:
         return f"<StageCall {getattr(self.method, '__qualname__', self.method)} passes={self.passes}>"
 
 
+#: how MMEngine's signatures write the stage arguments (messages)
+_FULL_PARAMS = {"data_batch": "data_batch=None", "outputs": "outputs=None",
+                "metrics": "metrics=None"}
+
+
 def adapt_signature(method: Any, stage: str, hook: Any) -> StageMethod:
     """``method`` itself when it takes every keyword argument of ``stage`` (or ``**kwargs``),
     else a :class:`StageCall` passing only those it names. Inspected once, here."""
@@ -320,6 +340,15 @@ def adapt_signature(method: Any, stage: str, hook: Any) -> StageMethod:
         params = list(inspect.signature(method).parameters.values())
     except (TypeError, ValueError):
         return unchanged if bound else StageCall(method, hook, expected)
+    if not params or params[0].kind in (inspect.Parameter.KEYWORD_ONLY,
+                                        inspect.Parameter.VAR_KEYWORD):
+        kwargs = f", {', '.join(f'{k}=...' for k in expected)}" if expected else ""
+        full = (f" or MMEngine's full def {stage}(self, runner, "
+                f"{', '.join(_FULL_PARAMS.get(k, k) for k in expected)})" if expected else "")
+        raise ConfigError(
+            f"{type(hook).__name__}.{stage}{inspect.signature(method)} takes no runner: the "
+            f"Runner calls it as {stage}(runner{kwargs}). Write def {stage}(self, runner) "
+            f"(runner alone){full}")
     if any(p.kind is p.VAR_KEYWORD for p in params):
         return unchanged if bound else StageCall(method, hook, expected)
     named = {p.name for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}

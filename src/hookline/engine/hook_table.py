@@ -81,6 +81,9 @@ class HookTable:
         self.callers: dict[str, StageCaller] = {stage: build_caller(stage, ()) for stage in STAGES}
         #: (id(hook), stage) -> [hook, calls, total seconds]; None when not profiling
         self.profile: dict[tuple[int, str], list[Any]] | None = None
+        #: hooks that finished their work and left the table (a ``once=True`` ClosureHook
+        #: that ran), in that order: their state still goes into checkpoints
+        self.retired: list[Hook] = []
 
     # -- membership ---------------------------------------------------------------
     def add(self, hook: Hook, priority: Any = None, *, is_default: bool = False,

@@ -36,6 +36,14 @@ def train_loop_config(train_loop: str | Mapping[str, Any] | None, *, max_epochs:
         raise ConfigError(f"train_loop must be a LOOPS name or a config dict, got {train_loop!r}")
     cfg: dict[str, Any] = dict(train_loop) if isinstance(train_loop, Mapping) else \
         {"type": train_loop}
+    if "dynamic_intervals" in cfg:
+        raise ConfigError(
+            f"train_loop dynamic_intervals={cfg['dynamic_intervals']!r} (MMEngine's list of "
+            "(milestone, interval)) is not supported by hookline: validation runs every "
+            "val_interval. To change the interval during training, set it from a hook, e.g. "
+            "@runner.on('before_train_epoch'): if runner.epoch + 1 >= milestone: "
+            "runner.train_loop.val_interval = interval (the loop and CheckpointHook read it "
+            "at every epoch's end)")
     for key, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
                        ("val_interval", val_interval)):
         if value is None:

@@ -30,7 +30,7 @@ from hookline.core import ConfigError
 
 from .base_loop import BaseLoop, note_where
 from .checks import positive_int
-from .data import loader_length, move_to, set_epoch
+from .data import ends_at_length, loader_length, move_to, set_epoch
 from .data_pass import LookAheadPass, start_pass, warn_inexact_resume
 from .eval_loop import TestLoop, ValLoop
 from .loop_config import train_loop_config
@@ -348,6 +348,10 @@ class IterBasedTrainLoop(TrainLoop):
         length = loader_length(dataloader)
         self._max_epochs = None if length is None else math.ceil(self._max_iters / length)
         self._origin = (0, 0)  # a loader without a length: (current pass, its first iteration)
+        # a loader with one: (pass, its first iteration) of the pass running (or last run),
+        # and of the pass that starts next once one ended
+        self._sized_origin: tuple[int, int] | None = None
+        self._sized_next: tuple[int, int] | None = None
 
     @property
     def max_iters(self) -> int:
@@ -370,6 +374,13 @@ class IterBasedTrainLoop(TrainLoop):
 
     def run(self) -> torch.nn.Module:
         runner = self.runner
+        # train() again after a stop in after_train_iter: that iteration's step ran, it counts
+        # (:meth:`RunState.continue_stopped_epoch`), as a checkpoint written there says
+        done = self.iter
+        self.state.continue_stopped_epoch()
+        if self.iter != done:
+            runner.logger.info("train() again: continuing %s", describe_position(
+                *self.state.resume_point, by_epoch=False, val_pending=self.state.val_pending))
         runner.hooks.call(runner, "before_train")
         self._say_if_done()
         runner.hooks.call(runner, "before_train_epoch")
@@ -381,11 +392,7 @@ class IterBasedTrainLoop(TrainLoop):
             if length is None:
                 batches: Iterator[tuple[int, Any]] = self._unsized_pass(loader)
             else:
-                data_pass, start = divmod(self.iter, length)
-                set_epoch(loader, data_pass)
-                if start:  # the first pass after a resume in the middle of one
-                    warn_inexact_resume(runner, loader)
-                batches = enumerate(self._start_pass(loader, start)[0], start)
+                batches = self._sized_pass(loader, length)
             for position, data_batch in batches:
                 self.run_iter(self.iter, data_batch, position)
                 validated = self.val_due_after_iter(self.iter)
@@ -399,6 +406,51 @@ class IterBasedTrainLoop(TrainLoop):
         runner.hooks.call(runner, "after_train")
         runner.check_stop()  # a signal while training ended is not lost either
         return runner.model
+
+    def _sized_pass(self, loader: Any, length: int) -> Iterator[tuple[int, Any]]:
+        """The rest of the current pass over a loader with a length, as ``(position in the
+        pass, batch)``. A pass lasts as long as its loader yields: ``len(loader)`` batches,
+        or the whole run for an endless sampler (MMEngine's ``InfiniteSampler``, whose
+        ``len()`` is one round of the dataset). Where a run resumes (or trains again) in the
+        middle of a pass, the pass starts again after the batches the run state says it did,
+        skipped in the sampler (:func:`~hookline.engine.data_pass.start_pass`)."""
+        data_pass, start = self._sized_start(loader, length)
+        first = self.iter - start
+        self._sized_origin = (data_pass, first)
+        set_epoch(loader, data_pass)
+        if start:  # the first pass after a resume in the middle of one
+            warn_inexact_resume(self.runner, loader)
+        iterator, skipped = self._start_pass(loader, start)
+        if skipped < start:
+            self.runner.logger.warning(
+                "train_dataloader: pass %d over the data has %d batches, fewer than the %d "
+                "the checkpoint had done of it (the data changed?): the next pass starts",
+                data_pass + 1, skipped, start)
+        yield from enumerate(iterator, start)  # each batch trains one iteration, in turn
+        if start == 0 and self.iter == first:  # the pass yielded nothing
+            raise ConfigError(f"train_dataloader yielded no batch in pass {data_pass + 1} over "
+                              "its data: give it a sampler that yields indices")
+        self._sized_next = (data_pass + 1, self.iter)
+
+    def _sized_start(self, loader: Any, length: int) -> tuple[int, int]:
+        """``(pass, batches of it done)`` where training goes on over a loader with a length:
+        the next pass after one ended, else the pass in progress according to the run state
+        (its ``batch``: the batches done of the pass, which began that many iterations ago;
+        the pass number is known in this session, else counted in ``len(loader)`` passes);
+        at a state that names no pass (a run's start, a checkpoint without it), iteration
+        ``iter`` of ``len(loader)``-batch passes."""
+        upcoming = self._sized_next
+        if upcoming is not None and upcoming[1] == self.iter:
+            return upcoming[0], 0
+        done = self.state.batch
+        if not done or done > self.iter:
+            return divmod(self.iter, length)
+        first = self.iter - done
+        current = self._sized_origin
+        data_pass = current[0] if current is not None and current[1] == first else first // length
+        if done >= length and ends_at_length(loader):  # that pass is over: the next one
+            return data_pass + 1, 0
+        return data_pass, done
 
     def _unsized_pass(self, loader: Any) -> Iterator[tuple[int, Any]]:
         """The rest of the current pass over a loader without a length. Where a run resumes,

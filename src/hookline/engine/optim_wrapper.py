@@ -53,7 +53,9 @@ class OptimWrapperLike(Protocol):
     message_hub: Any
 
     @property
-    def param_groups(self) -> list[dict[str, Any]]: ...
+    def param_groups(self) -> Any:
+        """The optimizer's param groups (a list); ``{name: groups}`` for several optimizers."""
+        ...
 
     def update_params(self, loss: torch.Tensor) -> None: ...
 
@@ -163,7 +165,15 @@ class OptimWrapper:
             runs, the run in iteration-based ones) is averaged over its own size.
         clip_grad: see :func:`check_clip_grad`; the total gradient norm (before
             clipping) goes to ``message_hub`` as ``train/grad_norm`` when the
-            Runner has set :attr:`message_hub`.
+            Runner has set :attr:`message_hub`. Only parameters with
+            ``requires_grad`` are clipped and counted (MMEngine's rule): a
+            parameter frozen after its gradient was computed keeps that gradient.
+
+    Going on past the span :meth:`initialize_count_status` set (more
+    :meth:`update_params` calls than ``max_counts``) with ``accumulative_counts``
+    above 1 is a ``RuntimeError`` naming the fix (MMEngine asserts there when
+    ``max_counts`` is a multiple of ``accumulative_counts`` and scales the loss
+    by the remainder otherwise).
     """
 
     def __init__(self, optimizer: torch.optim.Optimizer, accumulative_counts: int = 1,
@@ -260,7 +270,7 @@ class OptimWrapper:
     def _clip(self) -> torch.Tensor:
         assert self.clip_grad is not None
         params = [p for group in self.optimizer.param_groups for p in group["params"]
-                  if p.grad is not None]
+                  if p.requires_grad and p.grad is not None]
         args = {k: v for k, v in self.clip_grad.items() if k != "type"}
         if self.clip_grad["type"] == "norm":
             norm = torch.nn.utils.clip_grad_norm_(params, **args)
@@ -279,6 +289,12 @@ class OptimWrapper:
         self._max_counts = int(max_counts)
 
     @property
+    def _accumulative_counts(self) -> int:
+        """MMEngine's name of :attr:`accumulative_counts` (read by ported code, e.g. mmagic's
+        ``BaseGAN``); read-only: the group size is fixed when the wrapper is built."""
+        return self.accumulative_counts
+
+    @property
     def inner_count(self) -> int:
         """:meth:`backward` calls counted so far in the current span."""
         return self._inner_count
@@ -288,16 +304,26 @@ class OptimWrapper:
         return self._max_counts
 
     def _group(self, position: int) -> tuple[int, int]:
-        """(first position, size) of the accumulation group ``position`` falls in."""
-        n = self.accumulative_counts
+        """(first position, size) of the accumulation group ``position`` falls in (a call past
+        the span is a group of its own)."""
+        n, end = self.accumulative_counts, self._max_counts
+        if 0 <= end <= position:
+            return position, 1
         start = position - position % n
-        size = n if self._max_counts < 0 else max(1, min(n, self._max_counts - start))
-        return start, size
+        return start, (n if end < 0 else min(n, end - start))
 
     def scale_loss(self, loss: torch.Tensor) -> torch.Tensor:
         """``loss`` divided by the size of the accumulation group it belongs to."""
         if self.accumulative_counts == 1:
             return loss
+        if 0 <= self._max_counts <= self._inner_count:
+            raise RuntimeError(
+                f"{type(self).__name__}: update {self._inner_count + 1} of a span of "
+                f"{self._max_counts} (initialize_count_status(model, init_counts, max_counts) "
+                "counts one update per iteration; accumulation groups end at max_counts). "
+                "A model that updates this wrapper several times per iteration calls "
+                "optim_wrapper.initialize_count_status(model, 0, <its updates>) itself before "
+                "them (mmagic's generator loop), or keeps accumulative_counts=1")
         return loss / self._group(self._inner_count)[1]
 
     def should_update(self) -> bool:

@@ -13,6 +13,17 @@ Example::
     ...                             discriminator=OptimWrapper(torch.optim.SGD(d.parameters(), lr=0.2)))
     >>> wrappers.get_lr()
     {'generator.lr': [0.1], 'discriminator.lr': [0.2]}
+
+As in MMEngine, each wrapper counts its own accumulation groups from its own
+:meth:`~OptimWrapper.update_params` calls: the dict's ``initialize_count_status``
+(which the train loop calls) leaves them alone, so a wrapper updated twice per
+iteration (a critic loop) still steps every ``accumulative_counts`` updates with
+the loss divided by that, and a run's last, unfinished group does not step. A
+model that wants a span calls ``optim_wrapper[name].initialize_count_status(...)``
+itself (mmagic's generator loop). Differences from MMEngine's class: it is not an
+:class:`OptimWrapper` subclass (``isinstance(d, OptimWrapper)`` is False), an
+unknown name is a ``KeyError`` naming the known ones, and ``get_lr()`` has no
+``base_lr`` entries (see docs/optim_and_checkpoints.md).
 """
 
 from __future__ import annotations
@@ -33,9 +44,9 @@ from .registries import OPTIM_WRAPPERS
 class OptimWrapperDict:
     """Named :class:`OptimWrapper` s; learning rates, momenta and state are reported per name.
 
-    ``update_params``, ``backward``, ``step`` and ``zero_grad`` are not defined
-    on the dict: which optimizer a loss updates is the model's decision, made
-    in its ``train_step``.
+    ``update_params``, ``backward``, ``step`` and ``optim_context`` are not
+    defined on the dict: which optimizer a loss updates is the model's decision,
+    made in its ``train_step``. ``zero_grad()`` zeroes every wrapper's gradients.
     """
 
     def __init__(self, **optim_wrappers: OptimWrapper) -> None:
@@ -47,7 +58,11 @@ class OptimWrapperDict:
 
     # -- mapping ----------------------------------------------------------------------------
     def __getitem__(self, name: str) -> OptimWrapper:
-        return self.optim_wrappers[name]
+        try:
+            return self.optim_wrappers[name]
+        except KeyError:
+            raise KeyError(f"no optimizer wrapper {name!r} in this OptimWrapperDict; its names: "
+                           f"{', '.join(map(repr, self.optim_wrappers)) or 'none'}") from None
 
     def __contains__(self, name: object) -> bool:
         return name in self.optim_wrappers
@@ -78,9 +93,9 @@ class OptimWrapperDict:
             wrapper.message_hub = hub
 
     @property
-    def param_groups(self) -> list[dict[str, Any]]:
-        """Every wrapper's param groups, in name order."""
-        return [group for wrapper in self.values() for group in wrapper.param_groups]
+    def param_groups(self) -> dict[str, list[dict[str, Any]]]:
+        """``{name: that wrapper's param groups}`` (MMEngine's shape)."""
+        return {name: wrapper.param_groups for name, wrapper in self.items()}
 
     def get_lr(self) -> dict[str, list[float]]:
         return {f"{name}.lr": wrapper.get_lr()["lr"] for name, wrapper in self.items()}
@@ -91,8 +106,8 @@ class OptimWrapperDict:
 
     def initialize_count_status(self, model: torch.nn.Module | None, init_counts: int,
                                 max_counts: int) -> None:
-        for wrapper in self.values():
-            wrapper.initialize_count_status(model, init_counts, max_counts)
+        """Nothing, as in MMEngine: the dict does not know how often the model updates each
+        wrapper per iteration, so each counts its own updates (see the module docstring)."""
 
     def should_step_schedulers(self) -> bool:
         return any(wrapper.should_update() for wrapper in self.values())
@@ -115,7 +130,9 @@ class OptimWrapperDict:
         raise NotImplementedError(self._not_here("step"))
 
     def zero_grad(self, **kwargs: Any) -> None:
-        raise NotImplementedError(self._not_here("zero_grad"))
+        """``zero_grad(**kwargs)`` of every wrapper (MMEngine's)."""
+        for wrapper in self.values():
+            wrapper.zero_grad(**kwargs)
 
     def optim_context(self, model: torch.nn.Module) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError(self._not_here("optim_context"))
@@ -132,15 +149,34 @@ class OptimWrapperDict:
             self.optim_wrappers[name].load_state_dict(state)
 
     def pending_grads(self) -> dict[str, Any] | None:
-        pending = {name: wrapper.pending_grads() for name, wrapper in self.items()}
-        pending = {name: grads for name, grads in pending.items() if grads is not None}
+        """``{name: {"grads": ..., "inner_count": n}}`` for each wrapper inside an
+        accumulation group (its counter too: nothing re-counts it on resume), else None."""
+        pending = {}
+        for name, wrapper in self.items():
+            grads = wrapper.pending_grads()
+            counts = wrapper.accumulative_counts
+            if grads is not None or (counts > 1 and wrapper.inner_count % counts):
+                pending[name] = {"grads": grads, "inner_count": wrapper.inner_count}
         return pending or None
 
     def restore_grads(self, grads: Any) -> bool:
+        """Put back what :meth:`pending_grads` returned (or, from older checkpoints,
+        ``{name: grads}``); False when a wrapper's parameters differ."""
         if not isinstance(grads, dict):
             return False
-        return all(self.optim_wrappers[name].restore_grads(g) for name, g in grads.items()
-                   if name in self.optim_wrappers)
+        restored = True
+        for name, entry in grads.items():
+            wrapper = self.optim_wrappers.get(name)
+            if wrapper is None:
+                continue
+            if isinstance(entry, dict):
+                # the counter nothing else restores (the dict is not re-counted on resume)
+                wrapper._inner_count = int(  # noqa: SLF001
+                    entry.get("inner_count", wrapper.inner_count))
+                entry = entry.get("grads")
+            if entry is not None:
+                restored = wrapper.restore_grads(entry) and restored
+        return restored
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{name}={wrapper!r}" for name, wrapper in self.items())

@@ -11,6 +11,10 @@ says so once, as training starts:
 * some trainable parameters (``requires_grad=True``) of the model are in no
   optimizer: one warning per Runner naming how many and the first few.
 
+Parameters frozen as training starts are not asked for: an optimizer built
+from a config holds them anyway (MMEngine's rule, so one unfrozen later
+trains), and a hand-built one may leave them out on purpose.
+
 Several optimizers (``OptimWrapperDict``, a GAN's own ``train_step``) are
 checked together: a parameter counts as updated when any of them holds it.
 A model wrapped in ``DistributedDataParallel`` is compared by the module inside.

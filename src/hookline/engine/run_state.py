@@ -100,7 +100,9 @@ class RunState:
 
     @property
     def batch(self) -> int:
-        """Batches finished in the current epoch (0 at an epoch boundary)."""
+        """Batches finished in the current epoch (0 at an epoch boundary); in an
+        iteration-based run, of the current pass over the data, which may go past
+        ``len(train_dataloader)`` (an endless sampler)."""
         return self._batch
 
     @property
@@ -128,13 +130,17 @@ class RunState:
         return start
 
     def continue_stopped_epoch(self) -> int:
-        """``train()`` again after a run stopped in the middle of an epoch (an exception, a
-        KeyboardInterrupt): the epoch continues after its counted batches, as a resume from a
-        checkpoint written there would. An iteration whose ``after_train_iter`` hooks did not
-        all run is not counted: it runs again (as iteration-based runs do); an epoch whose
-        ``after_train_epoch`` hooks did not all run ends again, without running batches.
-        Returns the batch the epoch continues at (0: nothing to continue; a pending resume
-        batch, from a loaded checkpoint, is left as it is).
+        """``train()`` again after a run stopped in the middle (an exception, a
+        KeyboardInterrupt): it goes on as a resume from a checkpoint written where it stopped
+        would. An iteration whose step ran (it stopped in ``after_train_iter``) counts as done,
+        as a checkpoint written by one of its ``after_train_iter`` hooks says: the run goes on
+        at the next iteration (after the validation due after it, in an iteration-based run),
+        and the ``after_train_iter`` hooks that had not run yet skip that iteration. An
+        iteration stopped before its step ran (in ``before_train_iter``, in the step) runs
+        again. An epoch whose ``after_train_epoch`` hooks did not all run ends again, without
+        running batches. In an epoch-based run, returns the batch the epoch continues at
+        (0: nothing to continue; a pending resume batch, from a loaded checkpoint, is left as
+        it is); 0 in an iteration-based run.
 
         Example::
 
@@ -143,17 +149,18 @@ class RunState:
             ...     state.complete_iter(batch); state.advance_iter()
             >>> state.complete_iter(3)  # stopped in after_train_iter of the 4th iteration
             >>> state.continue_stopped_epoch(), state.iter, state.resume_point
-            (3, 3, (0, 3, 3))
+            (4, 4, (0, 4, 4))
         """
-        if not self.by_epoch or self._resume_batch or not self._batch:
+        if self._resume_batch:
+            return 0
+        epoch_point, _, point_iter = self._point
+        if epoch_point == self._epoch and point_iter == self._iter + 1:
+            self._iter = point_iter  # stopped in after_train_iter: its step ran, it counts
+        if not self.by_epoch or not self._batch:
             return 0
         batch = self._batch
-        epoch_point, point_batch, point_iter = self._point
         if epoch_point != self._epoch:  # stopped in the epoch-end hooks: they run again
             self._val_pending = self._val_computed = False
-        elif (point_batch, point_iter) == (batch, self._iter + 1):  # iteration not counted
-            batch -= 1
-            self._val_pending = False
         self._resume_batch = self._batch = batch
         self._point = (self._epoch, batch, self._iter)
         return batch
@@ -195,11 +202,13 @@ class RunState:
     def restore(self, epoch: int, iteration: int, batch: int = 0,
                 stop_training: bool = False, val_pending: bool = False,
                 val_computed: bool = False) -> None:
-        """Put the run where a checkpoint says it was (``batch`` counts in epoch-based runs)."""
+        """Put the run where a checkpoint says it was: ``batch`` is the batches done of the
+        epoch (of the pass over the data in progress, in an iteration-based run, where the
+        train loop reads it as :attr:`batch` to start that pass again after them)."""
         self._epoch, self._iter = int(epoch), int(iteration)
         self._resume_batch = int(batch) if self.by_epoch else 0
-        self._batch = self._resume_batch
-        self._point = (self._epoch, self._resume_batch, self._iter)
+        self._batch = int(batch)
+        self._point = (self._epoch, self._batch, self._iter)
         self.stop_training = bool(stop_training)
         self._val_pending = bool(val_pending)
         self._val_computed = self._val_pending and bool(val_computed)

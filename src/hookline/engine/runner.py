@@ -44,11 +44,12 @@ from .checks import positive_int
 from .config_dict import ConfigDict, plain_arguments
 from .data import build_dataloader, check_has_batches, loader_length
 from .environment import release_at_exit, resolve_device, seed_everything
+from .eval_loop import eval_loop_config
 from .evaluator import build_metrics
 from .hook import Hook
 from .hook_table import HookTable
 from .logs import close_logger, make_logger, set_current_logger
-from .loops import TestLoop, TrainLoop, ValLoop, train_loop_config
+from .loops import TrainLoop, ValLoop, train_loop_config
 from .message_hub import MessageHub
 from .optimization import build_run_optimization
 from .optimizer_coverage import check_optimizer_coverage, check_training_wrapper
@@ -104,15 +105,21 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
     ``fast_data=False``: batches from the DataLoader's iterator, never by indexing.
     ``find_unused_parameters`` and ``model_wrapper_cfg`` (MMEngine's keys) configure the
     DistributedDataParallel wrapper of multi-process runs (unused on one process).
+    ``test_metrics`` (default: ``metrics``) are the test loop's metrics; ``val_loop`` /
+    ``test_loop`` configure the evaluation loops as ``train_loop`` the training one (a
+    ``LOOPS`` name or a config, e.g. ``{"fp16": True}``, MMEngine's ``val_cfg``).
     """
 
     def __init__(self, model: torch.nn.Module | Mapping[str, Any], *, optimizer: Any = None,
                  optim_wrapper: Any = None, loss_fn: Callable[..., Any] | None = None,
                  param_scheduler: Any = None, train_dataloader: Any = None,
                  val_dataloader: Any = None, test_dataloader: Any = None,
-                 metrics: Mapping[str, Any] | None = None, max_epochs: int | None = None,
+                 metrics: Mapping[str, Any] | None = None,
+                 test_metrics: Mapping[str, Any] | None = None, max_epochs: int | None = None,
                  max_iters: int | None = None, val_interval: int | None = None,
                  train_loop: str | Mapping[str, Any] | None = None,
+                 val_loop: str | Mapping[str, Any] | None = None,
+                 test_loop: str | Mapping[str, Any] | None = None,
                  work_dir: str | Path | None = None, hooks: Sequence[Hook | Mapping[str, Any]] = (),
                  default_hooks: Mapping[str, Any] | None = None, seed: int | None = 0,
                  device: str | torch.device = "auto", resume: str | Path | bool | None = None,
@@ -131,7 +138,8 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
             default_hooks=default_hooks, seed=seed, device=device, work_dir=work_dir,
             resume=resume, load_from=load_from, fast_data=fast_data,
             signal_sync_interval=signal_sync_interval,
-            find_unused_parameters=find_unused_parameters, model_wrapper_cfg=model_wrapper_cfg)
+            find_unused_parameters=find_unused_parameters, model_wrapper_cfg=model_wrapper_cfg,
+            val_loop=val_loop, test_loop=test_loop)
         if max_epochs is not None and max_iters is not None:
             raise ConfigError("give max_epochs or max_iters, not both")
         for name, value in (("max_epochs", max_epochs), ("max_iters", max_iters),
@@ -145,7 +153,8 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
             param_scheduler=param_scheduler, train_dataloader=train_dataloader,
             val_dataloader=val_dataloader, test_dataloader=test_dataloader,
             max_epochs=max_epochs, max_iters=max_iters, val_interval=val_interval,
-            train_loop=train_loop, work_dir=None if work_dir is None else str(work_dir),
+            train_loop=train_loop, val_loop=val_loop, test_loop=test_loop,
+            work_dir=None if work_dir is None else str(work_dir),
             default_hooks=default_hooks, seed=seed))
         #: the data order's seed: ``seed``, 0 with ``seed=None`` (orders stay replayable)
         self.seed: int = 0 if seed is None else seed
@@ -187,10 +196,12 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
         self._setup_model(model, loss_fn, ddp_options(find_unused_parameters, model_wrapper_cfg))
         self._optim_wrapper: OptimWrapperLike | None = None
         self.metrics = build_metrics(metrics)  # with neither optimizer: configure_optimizers()
+        #: the test loop's metrics (``test_metrics=``, by default the same as ``metrics``)
+        self.test_metrics = self.metrics if test_metrics is None else build_metrics(test_metrics)
         self.outputs: dict[str, Any] | None = None
         self.state = RunState()
         self._build_loops(train_dataloader, val_dataloader, test_dataloader,
-                          max_epochs, max_iters, val_interval, train_loop)
+                          max_epochs, max_iters, val_interval, train_loop, (val_loop, test_loop))
         self.hooks = HookTable()
         # after the loops: configure_optimizers() and scheduler lengths may need the run length
         self.optim_wrapper, pairs = build_run_optimization(
@@ -240,7 +251,8 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
 
     def _build_loops(self, train: Any, val: Any, test: Any, max_epochs: int | None,
                      max_iters: int | None, val_interval: int | None,
-                     train_loop: str | Mapping[str, Any] | None) -> None:
+                     train_loop: str | Mapping[str, Any] | None,
+                     eval_loops: tuple[Any, Any] = (None, None)) -> None:
         loader_args: dict[str, Any] = dict(seed=self.seed, rank=self.rank,
                                            world_size=self.world_size, logger=self.logger,
                                            datasets_registry=DATASETS)
@@ -252,8 +264,11 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
                      for loader, name in ((val, "val_dataloader"), (test, "test_dataloader")))
         check_has_batches(val, "val_dataloader", training=False)
         check_has_batches(test, "test_dataloader", training=False)
-        self.val_loop: ValLoop | None = ValLoop(self, val) if val is not None else None
-        self.test_loop: ValLoop | None = TestLoop(self, test) if test is not None else None
+        # MMEngine's ValLoop / TestLoop, or the val_loop / test_loop config (fp16, a subclass)
+        self.val_loop: ValLoop | None = None if val is None else LOOPS.build(
+            eval_loop_config(eval_loops[0], "val"), runner=self, dataloader=val)
+        self.test_loop: ValLoop | None = None if test is None else LOOPS.build(
+            eval_loop_config(eval_loops[1], "test"), runner=self, dataloader=test)
         self._train_dataloader = train
         self.train_loop: TrainLoop | None = None
         cfg = train_loop_config(train_loop, max_epochs=max_epochs, max_iters=max_iters,
@@ -303,15 +318,15 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
                                            warn=not self._coverage_warned, extra=self.loss_fn)
         self._coverage_warned = self._coverage_warned or bool(missing)
 
-    def val(self) -> dict[str, float]:
+    def val(self) -> dict[str, Any]:
         """Run the validation loop once; returns the metrics."""
         return self._evaluate("val", self.val_loop)
 
-    def test(self) -> dict[str, float]:
-        """Run the test loop once; returns the metrics."""
+    def test(self) -> dict[str, Any]:
+        """Run the test loop once; returns the metrics (of ``test_metrics``)."""
         return self._evaluate("test", self.test_loop)
 
-    def _evaluate(self, mode: str, loop: ValLoop | None) -> dict[str, float]:
+    def _evaluate(self, mode: str, loop: ValLoop | None) -> dict[str, Any]:
         if loop is None:
             raise ConfigError(f"{mode}() needs {mode}_dataloader")
         with self._running(mode):
@@ -328,15 +343,13 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
 
     def eval_step(self, batch: Any, mode: str = "val", batch_idx: int = 0) -> Any:
         """One ``val`` / ``test`` step (no gradients are taken by the loop around it): its
-        outputs dict, or the list of data samples the model's step returned."""
+        outputs dict, or the list of data samples the model's step returned. It runs in the
+        precision it is called in: full precision unless the loop has ``fp16=True`` (as
+        MMEngine's ValLoop / TestLoop), whatever the optimizer wrapper trains in."""
         step = self._eval_steps.get(mode)
         if step is None:
             step = self._eval_steps[mode] = make_step(self.model, self.loss_fn, mode)
-        wrapper = self._optim_wrapper
-        if wrapper is None:
-            return step(batch, batch_idx)
-        with wrapper.autocast():
-            return step(batch, batch_idx)
+        return step(batch, batch_idx)
 
     def __repr__(self) -> str:
         length = f"max_epochs={self.max_epochs}" if self.by_epoch else f"max_iters={self.max_iters}"

@@ -32,13 +32,17 @@ __all__ = ["load_scheduler_state", "per_optimizer", "scheduler_pairs", "with_by_
 
 
 def wrapper_names(optim_wrapper: Any) -> list[str] | None:
-    """The optimizer names of an ``OptimWrapperDict`` (object or config), None for a single
-    wrapper (or none)."""
+    """The optimizer names of an ``OptimWrapperDict`` (object or config: wrapper configs or
+    wrapper objects by name), None for a single wrapper (or none) and for a config that a
+    ``constructor`` builds (its names are known once it has built the wrappers)."""
     if isinstance(optim_wrapper, Mapping):
+        if "constructor" in optim_wrapper:
+            return None
         children = {k: v for k, v in optim_wrapper.items() if k != "type"}
         several = optim_wrapper.get("type") == "OptimWrapperDict" or (
             "type" not in optim_wrapper and "optimizer" not in optim_wrapper and children
-            and all(isinstance(v, Mapping) for v in children.values()))
+            and all(isinstance(v, Mapping) or hasattr(v, "optimizer")
+                    for v in children.values()))
         return list(children) if several else None
     if optim_wrapper is not None and not hasattr(optim_wrapper, "optimizer") \
             and callable(getattr(optim_wrapper, "keys", None)):

@@ -26,6 +26,7 @@ from hookline.core import ConfigError
 
 from . import distributed
 from .checkpoint.fit import unwrapped_model
+from .step_loss import check_loss_value, loss_failure
 from .step_sync import OwnStepSync, ddp_base_model_step, uses_compat_train_step
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -141,7 +142,10 @@ def make_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, mode: 
             if loss_fn is None:  # check_contract tells the user before a run gets here
                 raise TypeError(f"{type(model).__name__} has no training_step(batch) and no "
                                 "loss_fn was given")
-            return {"loss": loss_fn(preds, targets)}
+            try:
+                return {"loss": loss_fn(preds, targets)}
+            except Exception as exc:  # the loss and its inputs named; nothing on the normal path
+                raise loss_failure(loss_fn, preds, targets, exc) from exc
         return train_step
 
     def eval_step(batch: Any, batch_idx: int = 0) -> dict[str, Any]:  # noqa: ARG001
@@ -149,7 +153,10 @@ def make_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, mode: 
         preds = model(inputs)
         outputs = {"preds": preds, "targets": targets}
         if loss_fn is not None:
-            outputs["loss"] = loss_fn(preds, targets)
+            try:
+                outputs["loss"] = loss_fn(preds, targets)
+            except Exception as exc:
+                raise loss_failure(loss_fn, preds, targets, exc) from exc
         return outputs
     return eval_step
 
@@ -195,6 +202,7 @@ def make_train_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None,
     context = optim_wrapper.optim_context
     update = optim_wrapper.update_params
     source = loss_source(model, loss_fn)
+    tensor = torch.Tensor
 
     def step(batch: Any, batch_idx: int = 0) -> dict[str, Any]:
         with context(net):
@@ -202,8 +210,10 @@ def make_train_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None,
         if outputs is None:  # training_step returned None: skip this batch's update
             return {}
         loss = outputs["loss"]
-        if loss is None:
-            raise TypeError(none_loss_message(source, batch))
+        if loss.__class__ is not tensor or loss.dim():  # a type test and a dim(): no sync
+            if loss is None:
+                raise TypeError(none_loss_message(source, batch))
+            check_loss_value(loss, source, loss_fn)  # one number, or one clear error
         update(loss)
         return outputs
     return step

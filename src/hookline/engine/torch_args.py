@@ -41,7 +41,7 @@ from hookline.core import ConfigError, Registry
 from hookline.core.registry import check_call
 
 from .checks import boolean, finite_float, is_number, non_negative_int, one_of, positive_int
-from .data import DATALOADER_KEYS
+from .data import DATALOADER_KEYS, check_sampler_config
 from .mmengine_options import refuse_mmengine_options
 from .optim_wrapper import check_clip_grad
 from .registries import LOSSES, OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS
@@ -185,14 +185,29 @@ def _dummy_params() -> list[torch.nn.Parameter]:
     return [torch.nn.Parameter(torch.zeros(2, 2))]  # 2-D: Muon takes matrices only
 
 
+#: attribute of a dummy optimizer: what the run trains with, for checking scheduler objects
+#: (the optimizer object itself, or a description of the config the Runner builds it from)
+_RUNS_ON = "_hookline_runs_on"
+
+
+def _runs_on(dummy: torch.optim.Optimizer, optimizer: Any) -> torch.optim.Optimizer:
+    """``dummy``, marked with the optimizer (object, or config in words) the run trains with."""
+    try:
+        setattr(dummy, _RUNS_ON, optimizer)
+    except (AttributeError, TypeError):  # an optimizer class with __slots__: nothing to check
+        pass
+    return dummy
+
+
 def dummy_optimizer(optimizer: torch.optim.Optimizer | None = None) -> torch.optim.Optimizer:
     """An optimizer of ``optimizer``'s class and settings over one dummy parameter (an SGD
-    with momentum when ``optimizer`` is None or cannot be copied), for building schedulers on."""
+    with momentum when ``optimizer`` is None or cannot be copied), for building schedulers on.
+    Scheduler objects checked against it must be built on ``optimizer`` itself."""
     if optimizer is not None:
         try:
-            return type(optimizer)(_dummy_params(), **optimizer.defaults)
+            return _runs_on(type(optimizer)(_dummy_params(), **optimizer.defaults), optimizer)
         except Exception:  # an optimizer whose defaults are not its arguments
-            pass
+            return _runs_on(torch.optim.SGD(_dummy_params(), lr=0.1, momentum=0.9), optimizer)
     return torch.optim.SGD(_dummy_params(), lr=0.1, momentum=0.9)
 
 
@@ -226,7 +241,7 @@ def check_optimizer(spec: Any, where: str = "optimizer") -> torch.optim.Optimize
         finite_float(kwargs["lr"], f"{where}.lr", low=0)
     optimizer: torch.optim.Optimizer = _constructed(
         lambda: target(_dummy_params(), **kwargs), label, kwargs, where)
-    return optimizer
+    return _runs_on(optimizer, f"{where}={ConfigError.brief(dict(spec))}")
 
 
 def _call_check(target: Any, kwargs: Mapping[str, Any], what: str, where: str) -> None:
@@ -254,9 +269,15 @@ def check_schedulers(spec: Any, optimizer: torch.optim.Optimizer | None,
 
 def _check_scheduler(item: Any, optimizer: torch.optim.Optimizer, where: str) -> Any:
     if not isinstance(item, Mapping):
+        if isinstance(item, type):
+            raise ConfigError(f"{where} is the class {item.__name__}, which needs the optimizer: "
+                              f"give a config such as {{'type': '{item.__name__}', ...}} (the "
+                              "Runner builds it on the run's optimizer), or a scheduler object "
+                              "built on the optimizer you pass as optimizer=")
         if isinstance(item, (str, int, float, bool, list)) or not hasattr(item, "step"):
             raise ConfigError(f"{where} must be a scheduler or a config such as "
                               f"{{'type': 'StepLR', 'step_size': 10}}, got {ConfigError.brief(item)}")
+        _check_scheduler_optimizer(item, getattr(optimizer, _RUNS_ON, None), where)
         return item
     target = _resolve(PARAM_SCHEDULERS, item, where, "{'type': 'StepLR', 'step_size': 10}")
     label = _label(target, item["type"])
@@ -281,6 +302,31 @@ def _check_scheduler(item: Any, optimizer: torch.optim.Optimizer, where: str) ->
         kwargs["optimizer"] = optimizer
     return _constructed(lambda: target(**kwargs), label,
                         {k: v for k, v in kwargs.items() if k != "optimizer"}, where)
+
+
+def _check_scheduler_optimizer(scheduler: Any, runs_on: Any, where: str) -> None:
+    """A scheduler object must be built on the optimizer the run trains with (``runs_on``: that
+    object, or the config the Runner builds it from, in words; None: unknown, not checked):
+    on another one it changes that optimizer's rate, and the run trains at a constant rate."""
+    own = getattr(scheduler, "optimizer", None)
+    inner = getattr(own, "optimizer", None)
+    if not isinstance(own, torch.optim.Optimizer) and isinstance(inner, torch.optim.Optimizer):
+        own = inner  # built on an OptimWrapper (MMEngine's schedulers)
+    if runs_on is None or not isinstance(own, torch.optim.Optimizer) or own is runs_on:
+        return
+    kind = type(scheduler).__name__
+    if isinstance(runs_on, torch.optim.Optimizer):
+        trains = f"the {type(runs_on).__name__} object it was given"
+        fix = "build the scheduler on that optimizer object"
+    else:
+        trains = f"one it builds from {runs_on}"
+        fix = "pass the optimizer object you built the scheduler on as optimizer="
+    raise ConfigError(
+        f"{where} is a {kind} built on another {type(own).__name__} object than the optimizer "
+        f"the run trains with ({trains}): it would change that other optimizer's learning "
+        f"rate, and the run would train at a constant one. Either {fix}, or give the "
+        f"scheduler as a config, {{'type': '{kind}', ...}}, which the Runner builds on the "
+        "run's optimizer")
 
 
 def _scheduler_rules(kwargs: Mapping[str, Any], where: str) -> None:
@@ -352,8 +398,13 @@ def check_optim_wrapper(spec: Any, where: str = "optim_wrapper") -> torch.optim.
         if spec is not None and isinstance(spec, (str, int, float, bool, list, type)):
             raise ConfigError(f"{where} must be an OptimWrapper or a config such as "
                               "{'optimizer': {'type': 'SGD', 'lr': 0.01}}, got " + repr(spec))
-        return None
+        inner = getattr(spec, "optimizer", None)  # a wrapper object: schedulers go on its own
+        return dummy_optimizer(inner) if isinstance(inner, torch.optim.Optimizer) else None
+    from .build import check_constructor  # noqa: PLC0415  (build imports the wrappers)
     from .configure_optimizers import wraps_model_optimizers  # noqa: PLC0415  (imports build)
+    if "constructor" in spec:  # MMEngine's constructor builds the wrapper(s) from the model
+        check_constructor(spec, where)
+        return None
     options_only = wraps_model_optimizers(spec)  # the model's configure_optimizers() optimizer
     if not options_only and (spec.get("type") == "OptimWrapperDict" or (
             "type" not in spec and "optimizer" not in spec and spec)):
@@ -367,6 +418,8 @@ def check_optim_wrapper(spec: Any, where: str = "optim_wrapper") -> torch.optim.
                           "model must give it)")
     optimizer = (check_optimizer(spec["optimizer"], f"{where}.optimizer") if "optimizer" in spec
                  else None)  # checked when the Runner is built, with the model's
+    if isinstance(spec.get("optimizer"), torch.optim.Optimizer):  # schedulers go on that one
+        optimizer = dummy_optimizer(spec["optimizer"])
     kind = spec.get("type", "OptimWrapper")
     target = _resolve(OPTIM_WRAPPERS, {**spec, "type": kind}, where, "{'type': 'OptimWrapper'}")
     kwargs = {k: v for k, v in spec.items() if k != "type"}
@@ -403,13 +456,15 @@ def check_dataloader(spec: Any, where: str, *, datasets: Registry | None = None)
         raise ConfigError(f"{where} must be a torch DataLoader or a config such as {{dataset: "
                           f"{{type: ...}}, batch_size: 32, shuffle: true}}, got "
                           f"{ConfigError.brief(spec)}{hint}")
-    accepted = ("dataset", *DATALOADER_KEYS)
+    accepted = ("dataset", "sampler", *DATALOADER_KEYS)
     for key in spec:
         if key not in accepted:
             raise ConfigError(f"{where}: {ConfigError.unknown('dataloader option', key, accepted)}")
     if spec.get("dataset") is None:
         raise ConfigError(f"{where} needs a 'dataset' entry, e.g. dataset: {{type: ...}}")
-    options = {k: v for k, v in spec.items() if k != "dataset"}
+    if spec.get("sampler") is not None:  # MMEngine's sampler={'type': 'InfiniteSampler', ...}
+        check_sampler_config(spec["sampler"], where, shuffle_given="shuffle" in spec)
+    options = {k: v for k, v in spec.items() if k not in ("dataset", "sampler")}
     positive_int(options.get("batch_size", 1), f"{where}.batch_size")
     non_negative_int(options.get("num_workers", 0), f"{where}.num_workers")
     positive_int(options.get("prefetch_factor"), f"{where}.prefetch_factor", allow_none=True)

@@ -7,6 +7,13 @@ Example::
     2
 """
 
+from hookline.core.dependencies import raise_missing as _raise_missing
+
+try:  # first: without PyTorch, one error saying what to install
+    import torch as _torch  # noqa: F401
+except ModuleNotFoundError as _exc:
+    _raise_missing(_exc, "hookline.hooks")
+
 from .activation_stats import ActivationStatsHook
 from .checkpoint import CheckpointHook
 from .checkpoint_loader import CheckpointLoaderHook

@@ -1,10 +1,17 @@
 """Which way a metric improves, inferred from its name like MMEngine does.
 
+MMEngine's rule, on the whole key (case-insensitive): the key is one of the
+greater or less keys; else a greater key is part of it; else a less key is.
+hookline's lists add recall, f1, psnr, ssim (greater) and error, err, mse,
+mae, perplexity (less) to MMEngine's.
+
 Example::
 
     >>> from hookline.hooks._rules import infer_rule, is_better
-    >>> infer_rule("val/accuracy"), infer_rule("loss")
-    ('greater', 'less')
+    >>> infer_rule("val/accuracy"), infer_rule("loss"), infer_rule("loss/total")
+    ('greater', 'less', 'less')
+    >>> infer_rule("acc/mean"), infer_rule("mAP/bbox"), infer_rule("precision/cls_0")
+    ('greater', 'greater', 'greater')
     >>> is_better(0.9, 0.8, "greater", min_delta=0.05)
     True
 """
@@ -16,6 +23,7 @@ from typing import Any
 
 from hookline.core import ConfigError
 from hookline.core.errors import closest_names
+from hookline.engine.evaluator import returns_one_number
 
 GREATER_KEYS = ("acc", "top", "ar@", "auc", "precision", "recall", "f1", "map", "mdice",
                 "miou", "macc", "aacc", "psnr", "ssim")
@@ -28,7 +36,7 @@ def infer_rule(key: str, rule: str | None = None) -> str:
         if rule not in ("greater", "less"):
             raise ConfigError(f"rule must be 'greater' or 'less', got {rule!r}")
         return rule
-    name = key.lower().rsplit("/", 1)[-1]
+    name = key.lower()  # the whole key, as MMEngine's CheckpointHook matches it
     for keys, inferred in ((GREATER_KEYS, "greater"), (LESS_KEYS, "less")):
         if name in keys:
             return inferred
@@ -54,22 +62,28 @@ def warn_if_misspelled(runner: Any, name: str, owner: str) -> None:
     """Before training: one warning when ``name`` (a ``save_best`` / ``monitor``) is not a
     metric the run's validation is known to report but is close to one (a typo would
     otherwise stop the run after its first validation). Names are known when the model has
-    no validation step of its own: the ``metrics`` keys and ``loss``; a name close to none
-    of them may come from a metric returning a dict, and is left to the validation.
+    no validation step of its own and every metric is known to return one number (the
+    built-in ``accuracy`` and ``mse``): their names and ``loss``. Any other metric may
+    return a dict of names known only once it ran (``accuracy/top1`` from a metric named
+    ``accuracy``), and the name is left to the validation.
 
         >>> import logging
         >>> from types import SimpleNamespace
-        >>> runner = SimpleNamespace(metrics={"accuracy": None}, model=object(),
+        >>> from hookline.engine.evaluator import accuracy
+        >>> runner = SimpleNamespace(metrics={"accuracy": accuracy}, model=object(),
         ...                          logger=logging.getLogger("doc"))
         >>> warn_if_misspelled(runner, "accuracy", "CheckpointHook save_best")  # known: quiet
     """
     model = getattr(runner, "model", None)
     if any(callable(getattr(model, step, None)) for step in ("validation_step", "val_step")):
         return
-    known = [*(getattr(runner, "metrics", None) or {}), "loss"]
+    metrics = getattr(runner, "metrics", None) or {}
+    known = [*metrics, "loss"]
     bare = name[4:] if name.startswith(("val/", "val_")) else name
     if bare in known:
         return
+    if not all(returns_one_number(metric) for metric in metrics.values()):
+        return  # a metric may report it: the first validation tells
     close = closest_names(bare, known, n=1)
     if close:
         runner.logger.warning(

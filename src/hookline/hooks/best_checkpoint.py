@@ -19,6 +19,7 @@ from hookline.engine.checkpoint.names import (
     best_file_name,
     best_step,
 )
+from hookline.engine.evaluator import is_scalar, plain_value
 
 from ._rules import infer_rule, is_better
 
@@ -38,6 +39,15 @@ class BestCheckpoint:
     cannot be inferred is a :class:`ConfigError` here, at construction, or
     (for ``"auto"``) before training starts when the metric names are known.
 
+    The file is ``best_<metric>_epoch_N.pth`` after a whole epoch of an
+    epoch-based run and ``best_<metric>_iter_N.pth`` otherwise, also when the
+    owning hook counts iterations (``by_epoch=False``, as MMEngine names it);
+    ``filename_tmpl`` does not apply to it (``hookline test best`` and the
+    deletion checks know the best files by these two forms). As MMEngine's
+    CheckpointHook, each new best sets ``runner.message_hub``'s run
+    information ``best_score`` and ``best_ckpt`` (the file's path); a resumed
+    run sets them again when training starts.
+
     Example::
 
         >>> from hookline.hooks.checkpoint import BestCheckpoint
@@ -46,8 +56,8 @@ class BestCheckpoint:
         ('greater', 'best_val_mIoU_epoch_3.pth')
     """
 
-    def __init__(self, save_best: str, rule: str | None = None, owner: str = "CheckpointHook"
-                 ) -> None:
+    def __init__(self, save_best: str, rule: str | None = None, owner: str = "CheckpointHook",
+                 by_epoch: bool | None = None) -> None:
         if not isinstance(save_best, str) or not save_best:
             raise ConfigError(f"{owner} save_best must be a metric name or 'auto', got {save_best!r}")
         if rule is not None:
@@ -63,6 +73,10 @@ class BestCheckpoint:
         self._orphan: str | None = None  # that deletion, due when the run was interrupted
         #: file names a loaded state held that are not this object's own (ignored; see tidy)
         self.dropped: list[str] = []
+        #: whether the owning hook counts epochs (False: the file says ``iter_N``); None:
+        #: read the ``by_epoch`` of the hook that holds this object as its ``best``
+        self.by_epoch = by_epoch
+        self._warned_empty = False  # a validation that reported nothing: said once
 
     @staticmethod
     def filename(key: str, step: str) -> str:
@@ -77,7 +91,7 @@ class BestCheckpoint:
         self.key = key
         self.rule = infer_rule(key, self._rule_arg)
 
-    def update(self, runner: Runner, metrics: dict[str, float], folder: Path, *,
+    def update(self, runner: Runner, metrics: dict[str, Any], folder: Path, *,
                save_optimizer: bool = True) -> bool:
         """Save a best checkpoint when ``metrics`` beat the best so far; True if saved."""
         if not self.check(runner, metrics):
@@ -85,33 +99,79 @@ class BestCheckpoint:
         self.write(runner, folder, save_optimizer=save_optimizer)
         return True
 
-    def check(self, runner: Runner, metrics: dict[str, float]) -> bool:
+    def check(self, runner: Runner, metrics: dict[str, Any]) -> bool:
         """Record ``metrics``; True when they beat the best so far (then call :meth:`write`)."""
         if not metrics:
+            self._warn_empty(runner)
             return False
+        scalars = [k for k, v in metrics.items() if is_scalar(plain_value(v))]
         if self.key is None:
-            self._set_key(next(iter(metrics)))
+            self._set_key(self._first_scalar(scalars, metrics))
         elif self._auto and self.best_score is None and self.key not in metrics:
             # "auto" guessed from the names the run was given, and a metric reports under
             # other names (MMEngine's Accuracy named "acc" reports "accuracy"): take the
             # first it reports, as MMEngine does, before anything was recorded under the guess
-            self._set_key(next((k for k in metrics if k != "loss"), next(iter(metrics))))
+            self._set_key(next((k for k in scalars if k != "loss"),
+                               self._first_scalar(scalars, metrics)))
         key = self.key
         assert key is not None  # set just above
         if key not in metrics:
             raise ConfigError(f"{self.owner} save_best={key!r} is not among the validation "
                               f"metrics {sorted(metrics)}")
-        value = float(metrics[key])
+        value = plain_value(metrics[key])
+        if not is_scalar(value):
+            raise ConfigError(
+                f"{self.owner} save_best={key!r}: the validation reports {key!r} as "
+                f"{type(value).__name__} {ConfigError.brief(value)}, not one number; save_best "
+                f"tracks a metric that is one number (this validation's: "
+                f"{', '.join(scalars) or 'none'})")
+        value = float(value)
         rule = self.rule
         assert rule is not None  # inferred with the key
         if not is_better(value, self.best_score, rule):
             return False
         self._previous = self.best_ckpt
         epoch, batch, iters = runner.state.resume_point
-        step = f"epoch_{epoch}" if runner.by_epoch and batch == 0 else f"iter_{iters}"
+        by_epoch = runner.by_epoch and self._counts_epochs(runner)
+        step = f"epoch_{epoch}" if by_epoch and batch == 0 else f"iter_{iters}"
         self.best_score = value
         self.best_ckpt = self.filename(key, step)
         return True
+
+    def _first_scalar(self, scalars: list[str], metrics: dict[str, Any]) -> str:
+        """``save_best="auto"``: the first metric that is one number."""
+        if not scalars:
+            raise ConfigError(f"{self.owner} save_best='auto': the validation reports no "
+                              f"metric that is one number ({', '.join(metrics)}); name one "
+                              f"with save_best=")
+        return scalars[0]
+
+    def _counts_epochs(self, runner: Runner) -> bool:
+        """Whether the best file is named by epoch: :attr:`by_epoch`, else the ``by_epoch``
+        of the hook holding this object (CheckpointHook, EvalHook), else True."""
+        if self.by_epoch is not None:
+            return self.by_epoch
+        for hook in getattr(runner, "hooks", ()):
+            if getattr(hook, "best", None) is self:
+                return bool(getattr(hook, "by_epoch", True))
+        return True
+
+    def _warn_empty(self, runner: Runner) -> None:
+        if self._warned_empty:
+            return
+        self._warned_empty = True
+        runner.logger.warning("%s save_best=%r: the validation reported no metrics (it "
+                              "processed no data?): no best checkpoint from it (said once)",
+                              self.owner, self.key or "auto")
+
+    def publish(self, runner: Runner, folder: Path) -> None:
+        """MMEngine's run information: ``best_score`` and ``best_ckpt`` (the path of the
+        best file) in ``runner.message_hub``, once there is a best."""
+        if self.best_score is None or self.best_ckpt is None:
+            return
+        hub = runner.message_hub
+        hub.update_info("best_score", self.best_score)
+        hub.update_info("best_ckpt", str(folder / self.best_ckpt))
 
     def write(self, runner: Runner, folder: Path, *, save_optimizer: bool = True) -> None:
         """Save the checkpoint of the best found by :meth:`check`; delete the previous best."""
@@ -121,6 +181,7 @@ class BestCheckpoint:
                                background=True)
         runner.logger.info("new best %s %.4f: saved %s", self.key, self.best_score,
                            self.best_ckpt)
+        self.publish(runner, folder)
         previous, self._previous = self._previous, None
         if previous and previous != self.best_ckpt and runner.is_main_process:
             runner.remove_checkpoint(folder / previous)
@@ -155,8 +216,10 @@ class BestCheckpoint:
         return None
 
     def tidy(self, runner: Runner, folder: Path) -> None:
-        """When training starts: warn about ignored file names from the loaded state, and delete
-        the previous best file that an interrupted run was about to delete."""
+        """When training starts: warn about ignored file names from the loaded state, delete
+        the previous best file that an interrupted run was about to delete, and put the
+        best so far (of a resumed run) into the message hub (:meth:`publish`)."""
+        self.publish(runner, folder)
         if self.dropped:
             runner.logger.warning(
                 "%s: ignored best-checkpoint file names from the checkpoint that are not this "

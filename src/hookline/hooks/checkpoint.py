@@ -203,6 +203,8 @@ class CheckpointHook(Hook):
             self.dropped = []
         if self.best is not None:
             self.best.tidy(runner, folder)
+        if self.kept:  # a resumed run: its latest periodic checkpoint, as MMEngine's hub kept it
+            self._publish_last(runner, self.kept[-1])
         if not runner.state.val_pending:
             self._pending = None  # its validation ran before the checkpoint was written
         orphans, self._orphans = self._orphans, []
@@ -258,6 +260,7 @@ class CheckpointHook(Hook):
         if self.every_n_epochs(runner, self.interval) or (
                 self.save_last and self.is_last_train_epoch(runner)):
             name = self._tmpl.format(runner.epoch + 1)
+            self._publish_last(runner, name)
             loop = runner.train_loop
             if loop is not None and loop.val_due_after_epoch(runner.epoch + 1):
                 self._pending = (name, runner.iter)  # written after the validation
@@ -271,6 +274,7 @@ class CheckpointHook(Hook):
         if self.every_n_train_iters(runner, self._period) or (
                 self.save_last and self.is_last_train_iter(runner)):
             name = self._tmpl.format(runner.iter + 1)
+            self._publish_last(runner, name)
             loop = runner.train_loop
             if loop is not None and loop.val_due_after_iter(runner.iter + 1):
                 self._pending = (name, runner.iter + 1)  # written after the validation
@@ -315,8 +319,16 @@ class CheckpointHook(Hook):
                 stale.append(self.kept.pop(0))
         return stale
 
+    def _publish_last(self, runner: Runner, name: str) -> None:
+        """MMEngine's run information ``last_ckpt``: the path of the latest periodic
+        checkpoint, set as soon as it is due (one due before a validation is written after
+        that validation, so that it holds what the validation changed: from its
+        ``after_val_epoch`` hooks to its ``after_val`` the path names a file being made)."""
+        runner.message_hub.update_info("last_ckpt", str(self._folder(runner) / name))
+
     def _write_periodic(self, runner: Runner, name: str, iteration: int, stale: list[str]) -> None:
         folder = self._folder(runner)
+        self._publish_last(runner, name)
         stale = [old for old in stale if old != self.best_ckpt]
         # disk full: the stale files may go first, while another kept checkpoint stays
         room = [folder / old for old in stale] if len(self.kept) >= 2 else []

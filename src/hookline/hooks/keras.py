@@ -15,13 +15,15 @@ Example::
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from hookline.core import ConfigError
 from hookline.engine.data import loader_length
-from hookline.engine.hook import STAGES, Hook
+from hookline.engine.hook import STAGES, Hook, StageMethod
 from hookline.engine.registries import HOOKS
 from hookline.hooks.keras_values import Logs, RunningMeans, batch_size
 
@@ -47,6 +49,34 @@ _METHOD_STAGES: dict[str, tuple[str, ...]] = {
 }
 # Keras 2 names that Keras itself forwards to the on_train_batch_* methods
 _ALIASES = {"on_batch_begin": "on_train_batch_begin", "on_batch_end": "on_train_batch_end"}
+# what Keras passes each method, positionally (and what KerasCallback passes)
+_ARGUMENTS = {name: ("logs",) if name in ("on_train_begin", "on_train_end", "on_test_begin",
+                                          "on_test_end")
+              else ("epoch", "logs") if name.startswith("on_epoch") else ("batch", "logs")
+              for name in [*_METHOD_STAGES, *_ALIASES]}
+
+
+def _check_signatures(callback: Any) -> None:
+    """Each Keras method ``callback`` overrides takes what Keras passes it (a
+    :class:`ConfigError` at registration, naming Keras's signature, rather than a TypeError
+    at the end of the first epoch)."""
+    cls = type(callback)
+    for name, arguments in _ARGUMENTS.items():
+        if not hasattr(cls, name) or getattr(cls, name) is getattr(KerasCallback, name, None):
+            continue
+        method = getattr(callback, name)
+        try:
+            signature = inspect.signature(method)
+        except (TypeError, ValueError):  # no signature to read: called as Keras calls it
+            continue
+        try:
+            signature.bind(*arguments)
+        except TypeError:
+            keras = ", ".join(f"{a}=None" if a == "logs" else a for a in arguments)
+            raise ConfigError(
+                f"{cls.__name__}.{name}{signature} does not take what Keras passes: Keras "
+                f"calls {name}({', '.join(arguments)}); write def {name}(self, {keras})"
+            ) from None
 
 
 @functools.cache
@@ -169,6 +199,12 @@ class KerasCallback(Hook):
     def _overridden(self) -> frozenset[str]:
         cls: type = type(self)  # a plain `type`: mypy wrongly finds type[KerasCallback] unhashable
         return _overridden(cls)
+
+    def stage_callable(self, stage: str) -> StageMethod:
+        """The stage method, once the overridden Keras methods are known to take what Keras
+        passes (checked when the hook is registered)."""
+        _check_signatures(self)
+        return super().stage_callable(stage)
 
     def triggered_stages(self) -> list[str]:
         """The stages the overridden Keras methods need, in run order."""

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from hookline.core.errors import closest_names
+
 
 class _Mean:
     """``total / count``, computed when read (``total`` may be a device tensor)."""
@@ -47,6 +49,27 @@ def _resolved(value: Any) -> Any:
 
 def _is_lazy(value: Any) -> bool:
     return isinstance(value, (_Mean, torch.Tensor))
+
+
+class LogsKeyError(KeyError):
+    """A key that a ``logs`` dict does not hold: a :class:`KeyError` whose message lists the
+    keys it holds (``except KeyError`` catches it as before).
+
+    Example::
+
+        >>> str(LogsKeyError("val_acc", ["loss", "val_accuracy"]))
+        "'val_acc' is not in logs; its keys: 'loss', 'val_accuracy' (did you mean 'val_accuracy'?)"
+    """
+
+    def __init__(self, key: Any, keys: list[str]) -> None:
+        super().__init__(key)
+        self.key, self.keys = key, keys
+
+    def __str__(self) -> str:
+        listed = ", ".join(repr(k) for k in self.keys) if self.keys else "none"
+        close = closest_names(str(self.key), [str(k) for k in self.keys])
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        return f"{self.key!r} is not in logs; its keys: {listed}{hint}"
 
 
 class Logs(dict):
@@ -94,8 +117,12 @@ class Logs(dict):
 
     # -- reads: resolve first (dict's C code reads its storage directly) ---------------------
     def __getitem__(self, key: str) -> Any:
-        self._resolve()
+        if self._lazy and dict.__contains__(self, key):  # a missing key: no value is read
+            self._resolve()
         return dict.__getitem__(self, key)
+
+    def __missing__(self, key: str) -> Any:  # dict.__getitem__ calls it for a missing key
+        raise LogsKeyError(key, list(dict.keys(self)))
 
     def get(self, key: str, default: Any = None) -> Any:
         self._resolve()

@@ -94,16 +94,46 @@ def collect_scalars(runner: Runner, mode: str = "train", count: int | None = Non
 
 
 def current_lrs(runner: Runner) -> dict[str, float]:
-    """``{"lr": ...}`` of the first parameter group, plus ``lr_groupN`` for groups that differ."""
+    """``{"lr": ...}`` of the first parameter group, plus ``lr_groupN`` for groups that differ;
+    with several optimizers (an ``OptimWrapperDict``), MMEngine's keys: the first group's rate
+    of each, ``{"generator.lr": ..., "discriminator.lr": ...}``. Reads Python numbers only.
+
+    Example::
+
+        >>> import torch
+        >>> from types import SimpleNamespace
+        >>> from hookline.engine import OptimWrapper, OptimWrapperDict
+        >>> def sgd(lr):
+        ...     return OptimWrapper(torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=lr))
+        >>> current_lrs(SimpleNamespace(optimizer=None,
+        ...                             optim_wrapper=OptimWrapperDict(g=sgd(0.1), d=sgd(0.2))))
+        {'g.lr': 0.1, 'd.lr': 0.2}
+    """
     optimizer = getattr(runner, "optimizer", None)
     if optimizer is None:
-        return {}
+        wrapper = getattr(runner, "optim_wrapper", None)
+        get_lr = getattr(wrapper, "get_lr", None)
+        if get_lr is None:
+            return {}
+        return {name: float(values[0]) for name, values in get_lr().items() if values}
     groups = optimizer.param_groups
     lrs = {"lr": float(groups[0]["lr"])}
     for i, group in enumerate(groups[1:], 1):
         if float(group["lr"]) != lrs["lr"]:
             lrs[f"lr_group{i}"] = float(group["lr"])
     return lrs
+
+
+def is_lr_key(name: str) -> bool:
+    """Whether ``name`` is one of :func:`current_lrs`' keys (``lr``, ``lr_group1``,
+    ``generator.lr``), which a log line shows first.
+
+    Example::
+
+        >>> [is_lr_key(k) for k in ("lr", "lr_group2", "generator.lr", "loss", "iter")]
+        [True, True, True, False, False]
+    """
+    return name.startswith("lr") or name.endswith(".lr")
 
 
 def total_train_iters(runner: Runner) -> int | None:

@@ -44,6 +44,7 @@ from .log_steps import collect_scalars as collect_scalars  # re-exported: its ol
 from .log_steps import (
     current_lrs,
     epoch_length,
+    is_lr_key,
     log_window,
     scalar_windows,
     total_train_iters,
@@ -97,7 +98,7 @@ def _smoothed(name: str, window: ScalarWindow) -> float:
 def _train_line(where: str, record: dict[str, Any], values: dict[str, float], memory: int | None,
                 eta: float | None) -> str:
     """The text of a training log line (made on the logger's writer thread)."""
-    parts = [where] + [f"{k}: {v:.4e}" for k, v in record.items() if k.startswith("lr")]
+    parts = [where] + [f"{k}: {v:.4e}" for k, v in record.items() if is_lr_key(k)]
     if eta is not None:
         parts.append(f"eta: {_duration(eta)}")
     parts += [f"{k}: {values[k]:.4f}" for k in _LAST if k in values]

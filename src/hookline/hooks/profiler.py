@@ -21,6 +21,7 @@ from torch.profiler import ProfilerAction, ProfilerActivity
 
 from hookline.core import ConfigError
 from hookline.engine.checks import boolean, non_negative_int, positive_int
+from hookline.engine.environment import check_writable_folder
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOKS
 
@@ -122,7 +123,8 @@ class ProfilerHook(Hook):
         self.with_flops = boolean(with_flops, "with_flops", owner=owner)
         if out_dir is not None and not isinstance(out_dir, (str, Path)):
             raise ConfigError(f"ProfilerHook out_dir must be a path or None, got {out_dir!r}")
-        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.out_dir = check_writable_folder(out_dir, "ProfilerHook out_dir") \
+            if out_dir is not None else None
         self.profiler: torch.profiler.profile | None = None
         self.traces: list[Path] = []
         self._steps = 0
@@ -148,7 +150,8 @@ class ProfilerHook(Hook):
 
     # -- stages -----------------------------------------------------------------------
     def before_train(self, runner: Runner) -> None:
-        out_dir = self.out_dir if self.out_dir is not None else runner.work_dir / "profiler"
+        out_dir = self.out_dir if self.out_dir is not None else check_writable_folder(
+            runner.work_dir / "profiler", "ProfilerHook's folder (out_dir=None: work_dir/profiler)")
         activities = self.activities
         if activities is None:
             activities = [ProfilerActivity.CPU]

@@ -13,7 +13,14 @@ and is a context manager that removes every hook it added on exit::
     (torch.Size([2, 8]), 0)
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from hookline.core.dependencies import raise_missing as _raise_missing
+
+try:  # first: without PyTorch, one error saying what to install
+    import torch as _torch  # noqa: F401
+except ModuleNotFoundError as _exc:
+    _raise_missing(_exc, "hookline.inspect")
 
 from ._inputs import DTYPE_NAMES, parse_dtype
 from .activations import ActivationStats
@@ -25,6 +32,14 @@ from .model_summary import LayerRecord, ModelSummary
 from .profiler import LayerProfiler, LayerTime
 from .summary import summary
 from .transforms import transform_inputs, transform_outputs
+
+if TYPE_CHECKING:  # loaded by __getattr__ at run time (matplotlib on first use)
+    from .plots import (
+        plot_activation_histograms,
+        plot_feature_maps,
+        plot_gradient_flow,
+        plot_training_curves,
+    )
 
 _PLOTS = ("plot_gradient_flow", "plot_activation_histograms", "plot_feature_maps", "plot_training_curves")
 
@@ -54,7 +69,10 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """The plot functions load matplotlib only when first used."""
     if name in _PLOTS:
-        from . import plots  # noqa: PLC0415 - matplotlib loads on first use
+        try:
+            from . import plots  # noqa: PLC0415 - matplotlib loads on first use
+        except ModuleNotFoundError as exc:
+            _raise_missing(exc, f"hookline.inspect.{name}")
 
         value = getattr(plots, name)
         globals()[name] = value

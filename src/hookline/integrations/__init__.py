@@ -31,6 +31,8 @@ import importlib
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from hookline.core.dependencies import missing_dependency
+from hookline.core.errors import ConfigError
 from hookline.core.registry import check_call
 from hookline.engine.hook import Hook
 from hookline.engine.registries import HOOK_ADAPTERS, HOOKS, MODEL_ADAPTERS
@@ -105,7 +107,14 @@ def _lazy(module: str, name: str) -> Any:
     def build(**kwargs: Any) -> Any:
         if module.startswith("keras"):
             from . import keras as _  # noqa: F401, PLC0415  (KERAS_BACKEND=torch before keras loads)
-        cls = getattr(importlib.import_module(module), name)
+        try:
+            imported = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            error = missing_dependency(exc, f"hook type '{module}.{name}'")
+            if error is None:
+                raise
+            raise ConfigError(str(error)) from exc
+        cls = getattr(imported, name)
         check_call(cls, kwargs, f"hook type '{module}.{name}'")
         return cls(**kwargs)
     build.__name__ = name

@@ -44,8 +44,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import lightning.pytorch as pl
 import torch
+
+from hookline.core.dependencies import raise_missing
+
+try:
+    import lightning.pytorch as pl
+except ModuleNotFoundError as exc:  # one error saying what to install
+    raise_missing(exc, "hookline.integrations.lightning")
 
 from hookline.core import HookHandle
 from hookline.engine.hook import Hook

@@ -10,7 +10,8 @@ attribute                     from the Trainer
 ``epoch``                     finished epochs (``current_epoch``, plus one once the epoch's
                               training batches are done, as a Runner counts)
 ``iter``                      finished training batches (Lightning's batch progress)
-``max_epochs`` / ``max_iters``  ``max_epochs``; ``max_steps``, or epochs x batches per epoch
+``max_epochs`` / ``max_iters``  ``max_epochs``; the batches of ``max_steps`` optimizer steps
+                              (``accumulate_grad_batches`` each), or epochs x batches per epoch
 ``optim_wrapper`` / ``optimizer``  an ``OptimWrapper`` around ``trainer.optimizers[0]`` (read:
                               ``get_lr()``, ``param_groups``; Lightning does the steps)
 ``param_schedulers``          ``trainer.lr_scheduler_configs``
@@ -134,12 +135,12 @@ class LightningRunner:
     def max_epochs(self) -> int | None:
         if self.by_epoch:
             return int(self.trainer.max_epochs)
-        steps, per_epoch = self._max_steps(), self._per_epoch()
+        steps, per_epoch = self._max_step_batches(), self._per_epoch()
         return math.ceil(steps / per_epoch) if steps and per_epoch else None
 
     @property
     def max_iters(self) -> int | None:
-        steps, per_epoch = self._max_steps(), self._per_epoch()
+        steps, per_epoch = self._max_step_batches(), self._per_epoch()
         by_epochs = int(self.trainer.max_epochs) * per_epoch if self.by_epoch and per_epoch else None
         if steps and by_epochs:
             return min(steps, by_epochs)
@@ -153,6 +154,19 @@ class LightningRunner:
     def _max_steps(self) -> int | None:
         steps = getattr(self.trainer, "max_steps", -1)
         return int(steps) if steps is not None and steps > 0 else None
+
+    def _max_step_batches(self) -> int | None:
+        """The training batches ``max_steps`` takes: Lightning counts optimizer steps, each
+        of ``accumulate_grad_batches`` batches, an epoch's last group ending with the epoch."""
+        steps = self._max_steps()
+        if steps is None:
+            return None
+        group = int(getattr(self.trainer, "accumulate_grad_batches", 1) or 1)
+        per_epoch = self._per_epoch()
+        if group == 1 or not per_epoch:
+            return steps * group
+        epochs, rest = divmod(steps, -(-per_epoch // group))
+        return epochs * per_epoch + rest * group
 
     def _per_epoch(self) -> int | None:
         batches = getattr(self.trainer, "num_training_batches", None)

@@ -7,7 +7,8 @@ read up to date:
 
 - ``current_epoch`` / ``global_step`` (``runner.epoch`` / the optimizer steps, counted
   as they happen and kept in checkpoints),
-  ``max_epochs``, ``max_steps`` (``max_iters`` in iteration-based runs, else
+  ``max_epochs``, ``max_steps`` (in iteration-based runs the optimizer steps of
+  ``max_iters`` batches: ``max_iters / accumulate_grad_batches``, rounded up; else
   -1), ``estimated_stepping_batches``, ``num_training_batches``
   (``float("inf")`` for a loader without a length, as in Lightning);
 - ``should_stop`` (read/write: ``runner.stop_training``); ``is_last_batch``
@@ -198,7 +199,14 @@ class LightningTrainer(TrainerAttributes, Hook):
 
     @property
     def max_steps(self) -> int:
-        return -1 if self.runner.by_epoch else int(self.runner.max_iters)
+        """Lightning's: the optimizer steps the run makes, so that ``global_step`` reaches it
+        as the run ends (-1 in a ``max_epochs`` run, Lightning's default there). In an
+        iteration-based run, ``max_iters`` batches in groups of ``accumulate_grad_batches``
+        (the last group may be shorter): ``Trainer(max_steps=6, accumulate_grad_batches=4)``
+        is ``Runner(max_iters=24, optim_wrapper={'accumulative_counts': 4})``."""
+        if self.runner.by_epoch:
+            return -1
+        return math.ceil(int(self.runner.max_iters) / self.accumulate_grad_batches)
 
     @property
     def min_epochs(self) -> int:
@@ -254,7 +262,7 @@ class LightningTrainer(TrainerAttributes, Hook):
             if batches == math.inf:  # Lightning's "iterable dataset" case
                 return self.max_steps
             return int(math.ceil(batches / accumulate) * self.runner.max_epochs)
-        return math.ceil(int(self.runner.max_iters) / accumulate)
+        return self.max_steps
 
     @property
     def num_training_batches(self) -> int | float:

@@ -55,7 +55,9 @@ MMENGINE_KEYS = {
     "custom_hooks": "hooks",
     "train_cfg": "max_epochs / max_iters and val_interval (and train_loop for a loop class)",
     "val_evaluator": "metrics",
-    "test_evaluator": "metrics",
+    "test_evaluator": "test_metrics (by default the test loop uses metrics)",
+    "val_cfg": "val_loop (e.g. val_loop: {fp16: true}; validation runs from val_dataloader)",
+    "test_cfg": "test_loop (e.g. test_loop: {fp16: true}; test() runs test_dataloader)",
     "randomness": "seed",
     "param_schedulers": "param_scheduler",
 }

@@ -30,6 +30,7 @@ from hookline.engine.checks import positive_int
 from hookline.engine.configure_optimizers import wraps_model_optimizers
 from hookline.engine.default_hooks import DEFAULT_HOOKS, LEGACY_DEFAULT_HOOKS, check_default_hooks
 from hookline.engine.environment import check_device, check_work_dir
+from hookline.engine.eval_loop import eval_loop_config
 from hookline.engine.loops import train_loop_config
 from hookline.engine.registries import (
     DATASETS,
@@ -209,6 +210,19 @@ def _train_loop(spec: Any, where: str, cfg: Mapping) -> None:
     check_spec(LOOPS, spec, where, injected=("runner", "dataloader"))
 
 
+def _eval_loop(spec: Any, where: str, cfg: Mapping) -> None:
+    """``val_loop`` / ``test_loop``: a loop name or config (``type`` defaults to ValLoop /
+    TestLoop), whose arguments the loop class takes, with its dataloader."""
+    if spec is None:
+        return
+    mode = where.split("_", 1)[0]
+    spec = eval_loop_config(spec, mode)
+    if cfg.get(f"{mode}_dataloader") is None:
+        raise ConfigError(f"{where} configures the {'validation' if mode == 'val' else 'test'} "
+                          f"loop, but the config has no {mode}_dataloader")
+    check_spec(LOOPS, spec, where, injected=("runner", "dataloader"))
+
+
 def _positive_int(value: Any, where: str, _cfg: Mapping) -> None:
     positive_int(value, where, allow_none=True)
 
@@ -273,11 +287,14 @@ CHECKS: dict[str, Callable[[Any, str, Mapping], None]] = {
     "optimizer": _optimizer,
     "optim_wrapper": _optim_wrapper,
     "train_loop": _train_loop,
+    "val_loop": _eval_loop,
+    "test_loop": _eval_loop,
     "param_scheduler": _schedulers,
     "train_dataloader": _dataloader,
     "val_dataloader": _dataloader,
     "test_dataloader": _dataloader,
     "metrics": _metrics,
+    "test_metrics": _metrics,
     "hooks": _hooks,
     "default_hooks": _default_hooks,
     "max_epochs": _lengths,

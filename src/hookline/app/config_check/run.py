@@ -4,24 +4,33 @@
   (``max_epochs`` or ``max_iters``), an optimizer unless the model brings its
   own ``train_step``, and a loss unless it brings ``training_step``.
 - ``EarlyStoppingHook`` needs a ``val_dataloader``: it decides after each validation.
-- A metric named by ``save_best`` (CheckpointHook, EvalHook), ``monitor``
-  (EarlyStoppingHook, ReduceLROnPlateau) must be one that every validation
-  of the run reports: the ``metrics`` keys, plus ``loss`` when there is a
-  ``loss_fn``. When the model has its own ``validation_step`` its outputs
-  are not known before it runs, and the names are not checked.
+- For training, a metric named by ``save_best`` (CheckpointHook, EvalHook),
+  ``monitor`` (EarlyStoppingHook, ReduceLROnPlateau) must be one that every
+  validation of the run reports, where the names are known before it runs:
+  ``loss`` when there is a ``loss_fn``, and the name of each metric known to
+  return one number (the built-in ``accuracy`` and ``mse``). A metric that
+  may return a dict (any other callable, a registered function, a
+  torchmetrics config) reports names known only once it ran: then a name
+  that is not among the known ones is left to the check after the first
+  validation. Nor are names checked when the model has its own
+  ``validation_step``. ``hookline test`` / ``val`` never check them: no
+  training, no best checkpoint.
 
 Example::
 
     >>> import hookline.demo.registry  # registers the demo's DigitsCNN and DigitsDataset
     >>> from hookline.app.config_check.run import check_run
     >>> cfg = {"model": {"type": "DigitsCNN"}, "loss_fn": {"type": "CrossEntropyLoss"},
+    ...        "optimizer": {"type": "SGD", "lr": 0.1}, "max_epochs": 1,
+    ...        "train_dataloader": {"dataset": {"type": "DigitsDataset"}},
     ...        "val_dataloader": {"dataset": {"type": "DigitsDataset", "split": "val"}},
     ...        "metrics": {"accuracy": "accuracy"},
     ...        "default_hooks": {"checkpoint": {"type": "CheckpointHook", "save_best": "acc"}}}
-    >>> check_run(cfg, for_training=False)
+    >>> check_run(cfg, for_training=True)
     Traceback (most recent call last):
     ...
     hookline.core.errors.ConfigError: default_hooks.checkpoint.save_best: 'acc' is not a validation ...
+    >>> check_run(cfg, for_training=False)  # hookline test / val: no best checkpoint to keep
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from typing import Any
 
 from hookline.core import ConfigError
 from hookline.core.errors import closest_names
+from hookline.engine.evaluator import returns_one_number
 from hookline.engine.loops import train_loop_config
 from hookline.engine.registries import HOOKS, MODELS
 from hookline.engine.step import own_method
@@ -47,8 +57,9 @@ def check_run(cfg: Mapping, *, for_training: bool) -> None:
     """Raise :class:`ConfigError` for the first thing one part of ``cfg`` needs from another
     and does not get (``for_training``: also what training needs)."""
     model = _model(cfg)
-    if for_training:
-        _training_needs(cfg, model)
+    if not for_training:  # what follows matters to training only (hooks that act on it)
+        return
+    _training_needs(cfg, model)
     hooks = list(_hooks(cfg))
     for where, kind, args in hooks:
         if issubclass(kind, EarlyStoppingHook) and cfg.get("val_dataloader") is None:
@@ -104,17 +115,29 @@ def _hooks(cfg: Mapping) -> Iterator[tuple[str, type, dict[str, Any]]]:
                                       for name in ("monitor", "save_best", "metrics")}
 
 
+#: the metric names a validation reports as far as known before it runs, and whether that
+#: is all of them (False: a metric may report names known only once it ran)
+_Names = tuple[set[str], bool]
+
+
+def _reported(metrics: Any, loss: set[str]) -> _Names:
+    """The names a validation with ``metrics`` (a config's mapping) reports, as known now."""
+    if not isinstance(metrics, Mapping):
+        return set(loss), True
+    known = {name for name, spec in metrics.items() if returns_one_number(spec)}
+    return {*known, *loss}, len(known) == len(metrics)
+
+
 def _metric_names(cfg: Mapping, hooks: list[tuple[str, type, dict[str, Any]]]) -> None:
     loss = {"loss"} if cfg.get("loss_fn") is not None else set()
-    metrics = cfg.get("metrics")
-    runner_metrics: set[str] = set(metrics) if isinstance(metrics, Mapping) else set()
-    sources: list[tuple[str, set[str]]] = []  # every validation of the run, and its names
+    runner_metrics = _reported(cfg.get("metrics"), loss)
+    sources: list[tuple[str, _Names]] = []  # every validation of the run, and its names
     if cfg.get("val_dataloader") is not None:
-        sources.append(("validation", {*runner_metrics, *loss}))
+        sources.append(("validation", runner_metrics))
     for where, kind, args in hooks:
         if issubclass(kind, EvalHook):
             own = args.get("metrics")
-            names = {*(set(own) if isinstance(own, Mapping) else runner_metrics), *loss}
+            names = _reported(own, loss) if isinstance(own, Mapping) else runner_metrics
             sources.append((f"{where} (validation)", names))
             if isinstance(args.get("save_best"), str) and args["save_best"] != "auto":
                 _named(args["save_best"], f"{where}.save_best", [(where, names)])
@@ -133,11 +156,13 @@ def _metric_names(cfg: Mapping, hooks: list[tuple[str, type, dict[str, Any]]]) -
             _named(item.get("monitor", "loss"), f"{where}.monitor", sources)
 
 
-def _named(name: str, where: str, sources: list[tuple[str, set[str]]], *,
+def _named(name: str, where: str, sources: list[tuple[str, _Names]], *,
            val_prefix: bool = False) -> None:
-    """``name`` must be among the metric names of every source."""
-    for source, names in sources:
+    """``name`` must be among the metric names of every source whose names are all known."""
+    for source, (names, complete) in sources:
         if name in names or (val_prefix and name.startswith("val/") and name[4:] in names):
+            continue
+        if not complete:  # a metric may report it: the first validation tells
             continue
         close = closest_names(name, names, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""

@@ -13,6 +13,13 @@ Example::
     (True, (0, 1))
 """
 
+from hookline.core.dependencies import raise_missing as _raise_missing
+
+try:  # first: without PyTorch, one error saying what to install
+    import torch as _torch  # noqa: F401
+except ModuleNotFoundError as _exc:
+    _raise_missing(_exc, "hookline.compat.mmcv")
+
 from . import parallel, runner, utils
 from .utils import (
     Config,

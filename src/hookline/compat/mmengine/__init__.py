@@ -13,6 +13,13 @@ Example::
     ((0, 1), True)
 """
 
+from hookline.core.dependencies import raise_missing as _raise_missing
+
+try:  # first: without PyTorch, one error saying what to install
+    import torch as _torch  # noqa: F401
+except ModuleNotFoundError as _exc:
+    _raise_missing(_exc, "hookline.compat.mmengine")
+
 from . import (
     config,
     device,

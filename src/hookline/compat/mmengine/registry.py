@@ -34,6 +34,7 @@ from typing import Any
 from hookline.core import ConfigError
 from hookline.core import registry as _core
 from hookline.engine import registries as _native
+from hookline.engine.build import OPTIM_WRAPPER_CONSTRUCTORS as _OPTIM_WRAPPER_CONSTRUCTORS
 from hookline.engine.registries import METRICS as _NATIVE_METRICS
 
 _SKIPPED_MODULES = ("hookline.core.registry", "hookline.compat.mmengine.registry",
@@ -214,7 +215,7 @@ MODEL_WRAPPERS = _root("model_wrapper")
 WEIGHT_INITIALIZERS = _root("weight initializer")
 OPTIMIZERS = _root("optimizer", _native.OPTIMIZERS)
 OPTIM_WRAPPERS = _root("optim_wrapper", _native.OPTIM_WRAPPERS)
-OPTIM_WRAPPER_CONSTRUCTORS = _root("optimizer wrapper constructor")
+OPTIM_WRAPPER_CONSTRUCTORS = _root("optimizer wrapper constructor", _OPTIM_WRAPPER_CONSTRUCTORS)
 PARAM_SCHEDULERS = _root("parameter scheduler", _native.PARAM_SCHEDULERS)
 METRICS = _root("metric", _NATIVE_METRICS)
 EVALUATOR = _root("evaluator")

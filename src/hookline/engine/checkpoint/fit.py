@@ -161,10 +161,13 @@ def meta_problem(meta: Mapping[str, Any], *, by_epoch: bool, epoch_length: int |
                  ) -> str | None:
     """What makes a checkpoint's ``meta`` unusable as a resume point, or None.
 
-    ``batch`` must lie within ``epoch_length`` (the run's loader), unless ``meta`` says the
-    checkpoint's epoch ran on a loader of another length (``epoch_length``: a hook switches
-    loaders in ``before_train_epoch``); then the train loop checks it when the resumed epoch
-    starts, against the loader it runs.
+    In an epoch-based run, ``batch`` must lie within ``epoch_length`` (the run's loader),
+    unless ``meta`` says the checkpoint's epoch ran on a loader of another length
+    (``epoch_length``: a hook switches loaders in ``before_train_epoch``); then the train loop
+    checks it when the resumed epoch starts, against the loader it runs. In an
+    iteration-based run (``by_epoch=False``) it counts the batches of the pass over the data
+    in progress, which may go past ``len(train_dataloader)`` (an endless sampler such as
+    MMEngine's ``InfiniteSampler``), never past ``iter``.
 
     Example::
 
@@ -181,10 +184,19 @@ def meta_problem(meta: Mapping[str, Any], *, by_epoch: bool, epoch_length: int |
             and not _count(meta["epoch_length"]):
         return f"meta['epoch_length'] is {meta['epoch_length']!r}, not a count (an int >= 0)"
     batch = meta.get("batch", 0)
+    if not by_epoch:  # batches done of the pass over the data in progress, which may go
+        # past len(train_dataloader) (an endless sampler: one pass for the whole run)
+        if batch > meta["iter"]:
+            return (f"it says {batch} batches of the pass over the data in progress were done "
+                    f"at iteration {meta['iter']}, more than the run's iterations (a damaged "
+                    "meta?)")
+        return None
     saved_length = meta.get("epoch_length")
     if saved_length is not None and batch > saved_length:
-        return (f"it stopped after batch {batch} of an epoch of {saved_length} batches "
-                "(a damaged meta?)")
+        return (f"it stopped after batch {batch} of an epoch whose train_dataloader has "
+                f"{saved_length} batches (len()): its sampler yields more (an endless sampler "
+                "such as InfiniteSampler never ends an epoch: train by iterations, max_iters=, "
+                "instead), or the meta is damaged")
     if saved_length is not None and saved_length != epoch_length:
         return None  # its epoch ran on another loader (switched in before_train_epoch): the
         # train loop checks the batch against the loader of the resumed epoch, when it starts

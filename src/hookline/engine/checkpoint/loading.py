@@ -120,6 +120,10 @@ def _validate(path: Path, obj: Any, required_keys: Iterable[str], *, for_weights
                   if isinstance(obj.get(k), Mapping)]
         hint = (f"; its weights look like they are under {nested[0]!r}: load "
                 f"torch.load(path)[{nested[0]!r}] into the model yourself" if nested else "")
+        if _is_bare_state_dict(obj):  # torch.save(model.state_dict())
+            hint += ("; it holds weights only (a torch.save(model.state_dict()) file), which "
+                     "cannot resume a run: use load_from= to load the weights only (or "
+                     "load_checkpoint(path, resume=False))")
         return _fail(
             path, f"not a hookline checkpoint: no 'meta' dict (foreign format? top-level keys: "
                   f"{keys}){hint}"

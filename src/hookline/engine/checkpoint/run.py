@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from hookline.core import HookError
 
 from .. import distributed
+from ..closure_hook import ClosureHook, closure_rank, finished_hooks
 from ..rng import get_rng_state, set_rng_state
 from ..run_state import describe_position
 from ..schedulers_per_optimizer import load_scheduler_state, scheduler_pairs
@@ -42,6 +43,7 @@ from .errors import CheckpointError, NoResumableCheckpointError
 from .fit import check_fits, other_shapes, unwrapped_model, without_ddp_prefix
 from .loading import load_checkpoint_file, resumable_checkpoints
 from .names import is_checkpoint_name
+from .own_files import check_new_run_files
 from .undo import Undo
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,15 +52,28 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def hook_state_keys(runner: Runner) -> dict[str, Hook]:
-    """Each hook under a stable key: its ``state_key``, with ``.2``, ``.3`` for repeats."""
+    """Each hook under a stable key: its ``state_key``, with ``.2``, ``.3`` for repeats, in
+    the hook table's order. ClosureHooks of one stage and function (lambdas, most often) are
+    numbered by :func:`~hookline.engine.closure_hook.closure_rank`, the ``once=True`` ones that
+    finished and left the table included (:func:`~hookline.engine.closure_hook.finished_hooks`):
+    a hook keeps its key however many of the others finished, in the run that saved a
+    checkpoint and in the run that resumes it (the same hooks, registered in the same order).
+    """
+    groups: dict[str, list[Hook]] = {}
+    for hook in [*runner.hooks.hooks, *finished_hooks(runner)]:
+        groups.setdefault(hook.state_key, []).append(hook)
     keys: dict[str, Hook] = {}
-    for hook in runner.hooks.hooks:
-        key = base = hook.state_key
-        count = 1
-        while key in keys:
-            count += 1
-            key = f"{base}.{count}"
-        keys[key] = hook
+    for base, members in groups.items():
+        closures = [h for h in members if isinstance(h, ClosureHook)]
+        ordered: list[Hook] = members
+        if len(members) > 1 and len(closures) == len(members):
+            ordered = [*sorted(closures, key=lambda h: closure_rank(runner, h))]
+        for hook in ordered:
+            key, count = base, 1
+            while key in keys:
+                count += 1
+                key = f"{base}.{count}"
+            keys[key] = hook
     return keys
 
 
@@ -328,7 +343,8 @@ def resume_or_load(runner: Runner, resume: str | Path | None,
 
     A new training run (``training``, no ``resume``) in a work dir that already holds
     checkpoints of an earlier run logs a warning: its files go next to the earlier ones,
-    and files of the same names are replaced.
+    and files of the same names are replaced; but not the ``load_from`` file, nor a file
+    that is not hookline's: :func:`~.own_files.check_new_run_files` refuses those first.
 
     ``resume="auto"`` falls back from a checkpoint that does not load or fit to the next
     older one, with a warning each; when the work dir holds hookline checkpoints and none
@@ -341,6 +357,8 @@ def resume_or_load(runner: Runner, resume: str | Path | None,
             runner.logger.info("removed %d unfinished checkpoint write(s) an interrupted run left "
                                "in %s: %s", len(removed), runner.work_dir,
                                ", ".join(p.name for p in removed))
+    if training and resume is None:  # the load_from file, and no file not hookline's, is
+        check_new_run_files(runner, load_from)  # replaced: refused before anything is written
     if training and resume is None and _holds_checkpoints(runner.work_dir):
         runner.logger.warning(
             "%s already holds checkpoints of an earlier run: this new run writes next to them "
@@ -354,7 +372,7 @@ def resume_or_load(runner: Runner, resume: str | Path | None,
             "records to it (curves drawn from it mix the runs); choose another work_dir to "
             "keep them apart", runner.work_dir)
     if resume == "auto":
-        _resume_auto(runner)
+        _resume_auto(runner, load_from if training else None, training=training)
     elif resume is not None:
         load(runner, resume)
     elif load_from is not None:
@@ -367,7 +385,8 @@ def _holds_checkpoints(folder: Path) -> bool:
     return folder.is_dir() and any(is_checkpoint_name(p.name) for p in folder.iterdir())
 
 
-def _resume_auto(runner: Runner) -> None:
+def _resume_auto(runner: Runner, load_from: str | Path | None = None, *,
+                 training: bool = False) -> None:
     unloadable: list[CheckpointError] = []
     unfit: list[CheckpointError] = []
     for path, checkpoint in resumable_checkpoints(runner.work_dir, logger=runner.logger,
@@ -391,4 +410,6 @@ def _resume_auto(runner: Runner) -> None:
         failures = sorted(ours, key=lambda f: f.path.stat().st_mtime if f.path.exists() else 0,
                           reverse=True)
         raise NoResumableCheckpointError.from_failures(runner.work_dir, failures)
+    if training:  # a new run after all: what it would replace must be hookline's own
+        check_new_run_files(runner, load_from)
     runner.logger.info("resume='auto': no checkpoint in %s, starting fresh", runner.work_dir)

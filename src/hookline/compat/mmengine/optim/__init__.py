@@ -1,4 +1,5 @@
-"""``mmengine.optim``: the optimizer wrappers (hookline's) and MMEngine's parameter schedulers
+"""``mmengine.optim``: the optimizer wrappers (hookline's), their constructors and
+``build_optim_wrapper`` (:mod:`.optimizer`), and MMEngine's parameter schedulers
 (:mod:`.scheduler`).
 
 Example::
@@ -9,11 +10,16 @@ Example::
     True
 """
 
-from hookline.engine.amp_optim_wrapper import AmpOptimWrapper
-from hookline.engine.optim_wrapper import OptimWrapper
-from hookline.engine.optim_wrapper_dict import OptimWrapperDict
-
-from ...unsupported import MMENGINE_SCHEDULERS, module_getattr
+from ...unsupported import MMENGINE_OPTIM, MMENGINE_SCHEDULERS, module_getattr
+from .optimizer import (
+    OPTIM_WRAPPER_CONSTRUCTORS,
+    OPTIMIZERS,
+    AmpOptimWrapper,
+    DefaultOptimWrapperConstructor,
+    OptimWrapper,
+    OptimWrapperDict,
+    build_optim_wrapper,
+)
 from .scheduler import (
     INF,
     ConstantLR,
@@ -40,13 +46,16 @@ from .scheduler import (
     _ParamScheduler,
 )
 
-__getattr__ = module_getattr(__name__, MMENGINE_SCHEDULERS)
+__getattr__ = module_getattr(__name__, {**MMENGINE_SCHEDULERS, **MMENGINE_OPTIM})
 
 __all__ = [
-    "INF", "AmpOptimWrapper", "ConstantLR", "ConstantMomentum", "ConstantParamScheduler",
+    "INF", "OPTIMIZERS", "OPTIM_WRAPPER_CONSTRUCTORS", "AmpOptimWrapper", "ConstantLR",
+    "ConstantMomentum", "ConstantParamScheduler",
     "CosineAnnealingLR", "CosineAnnealingMomentum", "CosineAnnealingParamScheduler",
-    "ExponentialLR", "ExponentialMomentum", "ExponentialParamScheduler", "LinearLR",
+    "DefaultOptimWrapperConstructor", "ExponentialLR", "ExponentialMomentum",
+    "ExponentialParamScheduler", "LinearLR",
     "LinearMomentum", "LinearParamScheduler", "MultiStepLR", "MultiStepMomentum",
     "MultiStepParamScheduler", "OptimWrapper", "OptimWrapperDict", "PolyLR", "PolyMomentum",
     "PolyParamScheduler", "StepLR", "StepMomentum", "StepParamScheduler", "_ParamScheduler",
+    "build_optim_wrapper",
 ]

@@ -1,0 +1,61 @@
+"""``mmengine.optim.optimizer``: the optimizer wrappers, their constructors and
+``build_optim_wrapper(model, cfg)``, as MMEngine builds them.
+
+``DefaultOptimWrapperConstructor`` is hookline's (MMEngine's without ``paramwise_cfg``:
+a non-empty one is a ``ConfigError``). A project's constructor registered in
+``OPTIM_WRAPPER_CONSTRUCTORS`` (mmagic's ``MultiOptimWrapperConstructor``) is found by
+name, by :func:`build_optim_wrapper` and by a Runner's ``optim_wrapper={"constructor":
+...}`` alike.
+
+Example::
+
+    >>> import torch
+    >>> wrapper = build_optim_wrapper(torch.nn.Linear(2, 1),
+    ...                               {"optimizer": {"type": "SGD", "lr": 0.1}})
+    >>> type(wrapper).__name__, wrapper.get_lr()
+    ('OptimWrapper', {'lr': [0.1]})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from hookline.core import ConfigError
+from hookline.engine.amp_optim_wrapper import AmpOptimWrapper
+from hookline.engine.build import DefaultOptimWrapperConstructor
+from hookline.engine.optim_wrapper import OptimWrapper
+from hookline.engine.optim_wrapper_dict import OptimWrapperDict
+
+from ...unsupported import MMENGINE_OPTIM, refusal
+from ..registry import OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS, OPTIMIZERS
+
+__all__ = ["OPTIMIZERS", "OPTIM_WRAPPER_CONSTRUCTORS", "AmpOptimWrapper",
+           "DefaultOptimWrapperConstructor", "OptimWrapper", "OptimWrapperDict",
+           "build_optim_wrapper"]
+
+# a config naming one of these is one ConfigError saying what to use instead
+OPTIM_WRAPPERS.add_builtins({name: refusal(name, MMENGINE_OPTIM[name])
+                             for name in ("ApexOptimWrapper", "DeepSpeedOptimWrapper")})
+OPTIMIZERS.add_builtins({"ZeroRedundancyOptimizer": refusal(
+    "ZeroRedundancyOptimizer", MMENGINE_OPTIM["ZeroRedundancyOptimizer"])})
+
+
+def build_optim_wrapper(model: torch.nn.Module, cfg: Mapping[str, Any]
+                        ) -> OptimWrapper | OptimWrapperDict:
+    """MMEngine's ``build_optim_wrapper``: ``cfg["constructor"]`` (default
+    ``"DefaultOptimWrapperConstructor"``) built from ``OPTIM_WRAPPER_CONSTRUCTORS`` with
+    ``optim_wrapper_cfg`` (the rest of ``cfg``, without ``paramwise_cfg``) and
+    ``paramwise_cfg``, then called with ``model``."""
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"build_optim_wrapper: cfg must be a dict, got {cfg!r}")
+    optim_wrapper_cfg = dict(cfg)
+    constructor = optim_wrapper_cfg.pop("constructor", "DefaultOptimWrapperConstructor")
+    paramwise_cfg = optim_wrapper_cfg.pop("paramwise_cfg", None)
+    build = OPTIM_WRAPPER_CONSTRUCTORS.build({"type": constructor,
+                                              "optim_wrapper_cfg": optim_wrapper_cfg,
+                                              "paramwise_cfg": paramwise_cfg})
+    wrapper: OptimWrapper | OptimWrapperDict = build(model)
+    return wrapper
