@@ -22,8 +22,8 @@ import torch
 import torch.distributed as dist
 
 from hookline.engine import distributed as dist_utils
-from hookline.engine.data import EpochSampler
 from hookline.engine.evaluator import Evaluator
+from hookline.engine.samplers import EpochSampler
 
 SCRIPT = Path(__file__).parent / "dist_scripts" / "train_ddp.py"
 

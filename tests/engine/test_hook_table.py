@@ -278,7 +278,7 @@ def test_methods_that_look_like_stages_but_are_none_warn_once_at_registration():
         HookTable().add(Typos())
     messages = sorted(str(w.message) for w in caught)
     assert len(messages) == 3
-    assert "Typos.after_epochs" in messages[0] and "did you mean '_after_epoch'" in messages[0]
+    assert "Typos.after_epochs" in messages[0] and "did you mean 'after_train_epoch'" in messages[0]
     assert "before_val_iteration" in messages[1] and "'before_val_iter'" in messages[1]
     assert "on_train_epoch_end" in messages[2] and "'after_train_epoch'" in messages[2]
     with warnings.catch_warnings():

@@ -14,8 +14,9 @@ from hookline import Hook, HookError, Runner
 from hookline.core import ConfigError
 from hookline.engine.checkpoint import CheckpointError
 from hookline.engine.checkpoint.fit import meta_problem
-from hookline.engine.data import InfiniteSampler, check_sampler_config, ends_at_length
+from hookline.engine.data import ends_at_length
 from hookline.engine.fast_batches import iter_batches_after
+from hookline.engine.samplers import InfiniteSampler, check_sampler_config
 
 
 class Toy(Dataset):

@@ -12,8 +12,8 @@ import torch
 from torch.utils.data import DataLoader
 
 from hookline import HOOKS, CheckpointError, ConfigError, Hook, HookError, Priority, Runner
-from hookline.engine.data import EpochSampler
 from hookline.engine.hook import STAGES
+from hookline.engine.samplers import EpochSampler
 from hookline.hooks import CheckpointHook, LoggerHook, TextLoggerHook
 
 from .toy import Net, dataset, make_runner

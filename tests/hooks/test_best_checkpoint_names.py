@@ -72,8 +72,11 @@ def test_no_typo_warning_for_a_name_a_dict_metric_reports(tmp_path):
 
 
 def test_the_typo_warning_stays_where_every_name_is_known(tmp_path):
-    run = make(tmp_path, {"type": "CheckpointHook", "save_best": "acuracy", "rule": "greater"},
-               max_epochs=1, metrics={"accuracy": "accuracy"})
+    with pytest.raises(ConfigError, match="did you mean 'accuracy'"):  # given to the Runner
+        make(tmp_path, {"type": "CheckpointHook", "save_best": "acuracy", "rule": "greater"},
+             max_epochs=1, metrics={"accuracy": "accuracy"})
+    run = make(tmp_path, None, max_epochs=1, metrics={"accuracy": "accuracy"})
+    run.register_hook({"type": "CheckpointHook", "save_best": "acuracy", "rule": "greater"})
     with pytest.raises(Exception, match="acuracy"):
         run.train()
     assert "save_best='acuracy' is not a metric this run's validation reports (accuracy, loss); " \

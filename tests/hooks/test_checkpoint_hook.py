@@ -159,7 +159,10 @@ def test_standalone_validation_saves_no_best_file(tmp_path):
 
 
 def test_save_best_metric_missing_from_validation_is_a_config_error(tmp_path):
-    runner = make_runner(tmp_path, CheckpointHook(save_best="mAP"), max_epochs=1)
+    with pytest.raises(ConfigError, match=r"save_best: 'mAP' is not a validation metric"):
+        make_runner(tmp_path, CheckpointHook(save_best="mAP"), max_epochs=1)  # at construction
+    runner = make_runner(tmp_path, None, max_epochs=1)
+    runner.register_hook(CheckpointHook(save_best="mAP"))  # added later: the validation tells
     with pytest.raises(HookError, match=r"save_best='mAP' is not among the validation metrics"):
         runner.train()
 
@@ -299,8 +302,10 @@ def test_out_dir_keeps_each_work_dirs_files_apart_as_mmengine_does(tmp_path):
 def test_a_misspelled_save_best_is_warned_about_before_training(tmp_path):
     """The name is checked against what validation will report (metrics keys, loss) when the
     model has no validation step of its own: a typo is said at once, not after an epoch."""
-    runner = make_runner(tmp_path, CheckpointHook(save_best="acuracy", rule="greater"),
-                         max_epochs=1)
+    with pytest.raises(ConfigError, match="did you mean 'accuracy'"):  # given to the Runner
+        make_runner(tmp_path, CheckpointHook(save_best="acuracy", rule="greater"), max_epochs=1)
+    runner = make_runner(tmp_path, None, max_epochs=1)
+    runner.register_hook(CheckpointHook(save_best="acuracy", rule="greater"))  # added later
     with pytest.raises(HookError, match="save_best='acuracy' is not among the validation"):
         runner.train()
     log = (tmp_path / "log.txt").read_text(encoding="utf-8")

@@ -95,13 +95,20 @@ def test_iteration_based_runs_stop_too(tmp_path):
 
 
 def test_a_missing_monitor_is_a_config_error_listing_the_metrics(tmp_path):
-    runner = make_runner(tmp_path, hooks=[EarlyStoppingHook("acc")], max_epochs=2)
+    # the names are known (built-in accuracy, loss): refused as the Runner is built
+    with pytest.raises(ConfigError, match=r"monitor: 'acc' is not a validation metric.*"
+                                          r"did you mean 'accuracy'\? \(validation reports: "
+                                          r"accuracy, loss\)"):
+        make_runner(tmp_path, hooks=[EarlyStoppingHook("acc")], max_epochs=2)
+    # added after construction: found at the first validation
+    runner = make_runner(tmp_path, max_epochs=2)
+    runner.register_hook(EarlyStoppingHook("acc"))
     with pytest.raises(HookError) as info:
         runner.train()
     cause = info.value.__cause__
     assert isinstance(cause, ConfigError)
     assert "monitor='acc'" in str(cause) and "['accuracy', 'loss']" in str(cause)
-    assert runner.iter == 6  # found at the first validation
+    assert runner.iter == 6
 
     runner = make_runner(tmp_path, hooks=[EarlyStoppingHook("loss")], val=False)
     with pytest.raises(HookError, match="needs a val_dataloader"):
@@ -159,7 +166,10 @@ def test_resume_in_the_middle_of_a_run_keeps_the_count_and_the_best_score(tmp_pa
 
 def test_a_misspelled_monitor_is_warned_about_before_training(tmp_path):
     hook = EarlyStoppingHook("acuracy", rule="greater", patience=2)
-    runner = make_runner(tmp_path, hooks=[hook], max_epochs=1)
+    with pytest.raises(ConfigError, match="did you mean 'accuracy'"):  # given to the Runner
+        make_runner(tmp_path, hooks=[hook], max_epochs=1)
+    runner = make_runner(tmp_path, max_epochs=1)
+    runner.register_hook(hook)  # added later: warned about before training
     with pytest.raises(HookError):  # the validation then names the metrics it gave
         runner.train()
     log = (tmp_path / "log.txt").read_text(encoding="utf-8")

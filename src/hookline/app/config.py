@@ -32,6 +32,7 @@ import inspect
 import re
 import traceback
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from hookline.core import ConfigError
 from hookline.core.registry import using_scope
 from hookline.engine.config_file import load_config, parse_value
 from hookline.engine.default_hooks import DEFAULT_HOOKS
+from hookline.engine.metric_names import names_unchecked
 from hookline.engine.runner import Runner
 
 from .config_check import CONFIG_KEYS, validate_config
@@ -301,7 +303,9 @@ def build_runner(cfg: Mapping | str | Path, *, work_dir: str | Path | None = Non
     if cfg.get("num_threads") is not None:
         torch.set_num_threads(cfg["num_threads"])
     plain = _plain(cfg)
-    with using_scope(config_scope(cfg)):  # MMEngine's init_default_scope, while it builds
+    # hookline test / val: save_best / monitor names are not checked (no training)
+    unchecked = nullcontext() if for_training else names_unchecked()
+    with using_scope(config_scope(cfg)), unchecked:  # MMEngine's init_default_scope
         runner = runner_cls(**kwargs, config=plain)
     config = runner.config  # the Runner's copy of ``plain``
     if config is not None and "work_dir" not in config:

@@ -289,7 +289,19 @@ FOREIGN_ARGUMENTS = {
     "test_cfg": "test_loop={'type': 'TestLoop', 'fp16': True} or test_loop={'fp16': True} "
                 "(test() runs test_dataloader=; without test_loop in full precision)",
     "randomness": "seed=", "default_scope": "init_default_scope(...) before building",
-    "max_steps": "max_iters=", "epochs": "max_epochs=",
+    # mmcv's config keys (docs/porting.md)
+    "lr_config": "hooks=[{'type': 'LrUpdaterHook', 'policy': 'step', 'step': [30, 60]}] (mmcv's "
+                 "lr_config keys, e.g. policy, step, warmup, warmup_iters, go into hookline's "
+                 "LrUpdaterHook) or param_scheduler={'type': 'MultiStepLR', ...} (torch's "
+                 "schedulers)",
+    "momentum_config": "hooks=[{'type': 'MomentumUpdaterHook', 'policy': ...}] (mmcv's "
+                       "momentum_config keys go into hookline's MomentumUpdaterHook)",
+
+    "max_steps": "max_iters= (max_iters counts batches, Lightning's max_steps optimizer steps: "
+                 "with gradient accumulation, max_iters = max_steps x accumulative_counts, e.g. "
+                 "max_steps=1000 with accumulate_grad_batches=4 is max_iters=4000 with "
+                 "optim_wrapper={'accumulative_counts': 4})",
+    "epochs": "max_epochs=",
     "val_begin": "train_loop={'val_begin': n} (validation from epoch, or iteration, n on; "
                  "max_epochs= / max_iters= and val_interval= stay Runner arguments)",
     "launcher": "nothing: start the script with torchrun (e.g. torchrun --nproc_per_node 2 "

@@ -108,7 +108,7 @@ def interleave(parts: Sequence[Sequence[Any]]) -> list[Any]:
     """The items of every rank's shard back in the order they were sharded from.
 
     Evaluation shards are strided (rank ``r`` holds ``order[r::world]``, see
-    :class:`~hookline.engine.data.EpochSampler`), so item ``k`` of rank ``r``
+    :class:`~hookline.engine.samplers.EpochSampler`), so item ``k`` of rank ``r``
     was item ``k * world + r``; shards may differ in length (no padding).
 
     Example::

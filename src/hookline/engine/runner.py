@@ -51,6 +51,7 @@ from .hook_table import HookTable
 from .logs import close_logger, make_logger, set_current_logger
 from .loops import TrainLoop, ValLoop, train_loop_config
 from .message_hub import MessageHub
+from .metric_names import check_monitored_names
 from .optimization import build_run_optimization
 from .optimizer_coverage import check_optimizer_coverage, check_training_wrapper
 from .registries import DATASETS, LOOPS, LOSSES, MODELS
@@ -60,6 +61,7 @@ from .runner_attributes import RunnerAttributes
 from .runner_checkpoints import RunnerCheckpoints
 from .runner_hooks import RunnerHooks
 from .runner_lifetime import RunnerLifetime
+from .samplers import check_epochs_end
 from .schedulers_per_optimizer import with_by_epoch
 from .signals import StopRequest
 from .step import check_contract, make_step, make_train_step, wrap_for_training
@@ -226,6 +228,8 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
         self._register_default_hooks(default_hooks)
         for hook in hooks:
             self.register_hook(hook)
+        # a save_best / monitor typo, or save_best with no validation: now, not after an epoch
+        check_monitored_names(self)
 
     # -- setup ----------------------------------------------------------------
     def _setup_model(self, model: torch.nn.Module | Mapping[str, Any],
@@ -278,6 +282,8 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
         if cfg["type"] == "IterBasedTrainLoop" and "val_interval" not in cfg:
             cfg["val_interval"] = loader_length(train) or 1000  # one pass (or MMEngine's 1000)
         self.train_loop = LOOPS.build(cfg, runner=self, dataloader=train)
+        if self.train_loop.by_epoch:
+            check_epochs_end(train)  # an InfiniteSampler: the first epoch would never end
         self.state.by_epoch = self.train_loop.by_epoch
 
     @staticmethod

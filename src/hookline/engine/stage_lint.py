@@ -66,6 +66,9 @@ def closest_stage(name: str, known: list[str]) -> str | None:
     target = normalise(name)
     if target in known:
         return target
+    for prefix in ("before_", "after_"):  # before_epoch -> before_train_epoch (training's)
+        if target.startswith(prefix) and f"{prefix}train_{target[len(prefix):]}" in known:
+            return f"{prefix}train_{target[len(prefix):]}"
     close = difflib.get_close_matches(target, known, n=1, cutoff=0.82)
     return close[0] if close else None
 
@@ -82,7 +85,8 @@ def check_stage_names(hook: Any) -> None:
         if _is_library(base):
             known.update(vars(base))
         known.update(getattr(base, "stage_aliases", ()))
-    candidates = sorted(n for n in known if n.lstrip("_").startswith(_PREFIXES))
+    # public stages only: never suggest a private method (Hook._before_epoch) to override
+    candidates = sorted(n for n in known if n.startswith(_PREFIXES))
     for base in mro:
         if _is_library(base):
             continue

@@ -41,10 +41,11 @@ from hookline.core import ConfigError, Registry
 from hookline.core.registry import check_call
 
 from .checks import boolean, finite_float, is_number, non_negative_int, one_of, positive_int
-from .data import DATALOADER_KEYS, check_sampler_config
+from .data import DATALOADER_KEYS
 from .mmengine_options import refuse_mmengine_options
 from .optim_wrapper import check_clip_grad
 from .registries import LOSSES, OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS
+from .samplers import check_sampler_config
 from .schedule_length import fill_run_lengths
 
 __all__ = ["check_dataloader", "check_loss", "check_optim_wrapper", "check_optimizer",

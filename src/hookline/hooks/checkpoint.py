@@ -248,6 +248,11 @@ class CheckpointHook(Hook):
         else:
             self._tmpl = self.filename_tmpl
         self._last_saved_iter = runner.iter  # nothing new to save before an iteration runs
+        if self.best is not None and runner.val_dataloader is None and not any(
+                any(c.__name__ == "EvalHook" for c in type(h).__mro__) for h in runner.hooks.hooks):
+            raise ConfigError(f"CheckpointHook(save_best={self.save_best!r}) keeps the checkpoint "
+                              "with the best validation metric, but this run has no validation: "
+                              "give val_dataloader= (and metrics=), or drop save_best")
         if self.best is not None:
             self.best.resolve(metric_names(runner))
             if self.save_best != "auto" and self.best.key is not None:

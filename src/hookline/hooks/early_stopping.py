@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from hookline.core import ConfigError
 from hookline.engine.checks import boolean, finite_float, positive_int
 from hookline.engine.hook import Hook
+from hookline.engine.metric_names import monitored_number, strip_val_prefix
 from hookline.engine.registries import HOOKS
 
 from ._rules import infer_rule, is_better, warn_if_misspelled
@@ -31,7 +32,8 @@ class EarlyStoppingHook(Hook):
 
     Args:
         monitor: a validation metric name, as in the metrics dict (``"accuracy"``,
-            ``"loss"``; a ``"val/"`` prefix is accepted).
+            ``"loss"``; Lightning's ``"val_"`` / ``"val/"`` prefixes are accepted: ``"val_loss"``
+            monitors ``"loss"``, as ReduceLROnPlateau's ``monitor``).
         rule: ``"greater"`` or ``"less"``; inferred from the name when None
             (names with acc, f1, auc, ... are greater; loss, error, mse, ... less).
         min_delta: an improvement must beat the best score by more than this.
@@ -97,13 +99,11 @@ class EarlyStoppingHook(Hook):
         self._training = False
 
     def _value(self, metrics: dict[str, float]) -> float:
-        key = self.monitor
-        if key not in metrics and key.startswith("val/") and key[4:] in metrics:
-            key = key[4:]
+        key = strip_val_prefix(self.monitor, metrics)  # Lightning's val_loss, val/loss
         if key not in metrics:
             raise ConfigError(f"EarlyStoppingHook monitor={self.monitor!r} is not among the "
                               f"validation metrics; available: {sorted(metrics)}")
-        return float(metrics[key])
+        return monitored_number(metrics[key], key, "EarlyStoppingHook monitor")
 
     def after_val_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:
         if not self._training or runner.stop_training:

@@ -19,8 +19,10 @@ from pathlib import Path
 
 
 def json_line(record: dict) -> str:
-    """``record`` as one line of strict JSON (NaN and infinities become null), with its newline."""
-    return json.dumps(_json_safe(record)) + "\n"
+    """``record`` as one line of strict JSON (NaN and infinities become null), with its newline;
+    a value JSON has no form for (a tensor, any object) is written as its ``repr``, so an odd
+    metric value cannot stop the record writer."""
+    return json.dumps(_json_safe(record), default=repr) + "\n"
 
 
 def _json_safe(record: dict) -> dict:

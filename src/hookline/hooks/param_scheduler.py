@@ -24,6 +24,7 @@ from torch.optim.lr_scheduler import ReduceLROnPlateau
 from hookline.core import ConfigError
 from hookline.engine.data import loader_length
 from hookline.engine.hook import Hook
+from hookline.engine.metric_names import monitored_number
 from hookline.engine.registries import HOOKS
 from hookline.engine.schedule_length import SchedulerSteps, check_run_length
 from hookline.engine.schedulers_per_optimizer import scheduler_pairs
@@ -126,7 +127,7 @@ class ParamSchedulerHook(Hook):
                 raise ConfigError(
                     f"ReduceLROnPlateau monitors {monitor!r} but validation gave "
                     f"{sorted(metrics or {})}; set 'monitor' in its config")
-            scheduler.step(value)
+            scheduler.step(monitored_number(value, monitor, "ReduceLROnPlateau monitor"))
 
 
 def monitored_value(runner: Runner, monitor: str, metrics: Mapping[str, Any]) -> Any:

@@ -61,6 +61,7 @@ from hookline.engine.hook import Hook
 from .lightning_log import LoggedValue, ModuleLog, as_logged, epoch_results, is_metric, reduction
 from .lightning_module_hooks import ModuleHooks
 from .lightning_trainer import LightningTrainer
+from .lightning_trainer_attrs import lightning_precision
 
 if TYPE_CHECKING:
     from hookline.engine.runner import Runner
@@ -317,6 +318,7 @@ class LightningModuleHook(Hook):
         self._in_batch = False  # the phase ends after the last methods (close_training)
 
     def before_val(self, runner: Runner) -> None:
+        _evaluate_like_lightning(runner, "val")
         self._enter("val")
 
     def before_val_epoch(self, runner: Runner) -> None:
@@ -334,6 +336,7 @@ class LightningModuleHook(Hook):
         self._leave()
 
     def before_test(self, runner: Runner) -> None:
+        _evaluate_like_lightning(runner, "test")
         self._enter("test")
 
     def before_test_epoch(self, runner: Runner) -> None:
@@ -366,6 +369,18 @@ class LightningModuleHook(Hook):
         self._in_batch = False
         self._metrics = metrics if metrics is not None else {}
         self._publish(phase)
+
+
+def _evaluate_like_lightning(runner: Runner, mode: str) -> None:
+    """Lightning's precision plugin autocasts validation and test too: with a mixed precision
+    (``"16-mixed"`` / ``"bf16-mixed"``, an ``AmpOptimWrapper``) the run's ``val_loop`` /
+    ``test_loop`` run under its autocast, unless the run configures that loop itself
+    (``val_loop={"fp16": False}`` keeps full precision)."""
+    loop = runner.val_loop if mode == "val" else runner.test_loop
+    if loop is None or loop.fp16 or runner.cfg.get(f"{mode}_loop") is not None:
+        return
+    if lightning_precision(runner) in ("16-mixed", "bf16-mixed"):
+        loop.fp16 = True
 
 
 def attach_module(runner: Runner) -> contextlib.AbstractContextManager[None]:

@@ -26,6 +26,7 @@ from typing import Any
 
 from hookline.core import ConfigError
 from hookline.engine.arguments import check_configure_optimizers, check_fast_data, check_hooks_argument
+from hookline.engine.build import check_constructor
 from hookline.engine.checks import positive_int
 from hookline.engine.configure_optimizers import wraps_model_optimizers
 from hookline.engine.default_hooks import DEFAULT_HOOKS, LEGACY_DEFAULT_HOOKS, check_default_hooks
@@ -171,6 +172,9 @@ def _optim_wrapper(spec: Any, where: str, cfg: Mapping) -> None:
         raise ConfigError("give optimizer or optim_wrapper (which holds its own optimizer), not both")
     if not isinstance(spec, Mapping):
         check_spec(OPTIM_WRAPPERS, spec, where)
+        return
+    if "constructor" in spec:  # MMEngine's optim_wrapper constructor: the Runner builds it
+        check_constructor(spec, where)
         return
     if wraps_model_optimizers(spec):  # how to step the model's configure_optimizers() ones
         check_configure_optimizers(cfg.get("model"))

@@ -3,7 +3,8 @@
 - Training (``hookline train``) needs ``train_dataloader``, a length
   (``max_epochs`` or ``max_iters``), an optimizer unless the model brings its
   own ``train_step``, and a loss unless it brings ``training_step``.
-- ``EarlyStoppingHook`` needs a ``val_dataloader``: it decides after each validation.
+- ``EarlyStoppingHook`` needs a ``val_dataloader``: it decides after each validation;
+  a CheckpointHook's ``save_best`` needs a validation (``val_dataloader`` or an EvalHook).
 - For training, a metric named by ``save_best`` (CheckpointHook, EvalHook),
   ``monitor`` (EarlyStoppingHook, ReduceLROnPlateau) must be one that every
   validation of the run reports, where the names are known before it runs:
@@ -39,9 +40,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hookline.core import ConfigError
-from hookline.core.errors import closest_names
-from hookline.engine.evaluator import returns_one_number
 from hookline.engine.loops import train_loop_config
+from hookline.engine.metric_names import Names, check_named, reported_names
 from hookline.engine.registries import HOOKS, MODELS
 from hookline.engine.step import own_method
 from hookline.hooks import CheckpointHook, EarlyStoppingHook, EvalHook
@@ -65,6 +65,14 @@ def check_run(cfg: Mapping, *, for_training: bool) -> None:
         if issubclass(kind, EarlyStoppingHook) and cfg.get("val_dataloader") is None:
             raise ConfigError(f"{where}: EarlyStoppingHook(monitor={args.get('monitor')!r}) "
                               "needs a val_dataloader: it decides after each validation")
+    validates = cfg.get("val_dataloader") is not None or any(
+        issubclass(kind, EvalHook) for _, kind, _ in hooks)
+    for where, kind, args in hooks:
+        if issubclass(kind, CheckpointHook) and args.get("save_best") is not None \
+                and not validates:
+            raise ConfigError(f"{where}.save_best={args['save_best']!r} keeps the checkpoint "
+                              "with the best validation metric, but this run has no "
+                              "validation: give val_dataloader (and metrics), or drop save_best")
     if model is None or hasattr(model, "validation_step"):
         return  # validation reports what the model's own step returns: unknown until it runs
     _metric_names(cfg, hooks)
@@ -115,57 +123,30 @@ def _hooks(cfg: Mapping) -> Iterator[tuple[str, type, dict[str, Any]]]:
                                       for name in ("monitor", "save_best", "metrics")}
 
 
-#: the metric names a validation reports as far as known before it runs, and whether that
-#: is all of them (False: a metric may report names known only once it ran)
-_Names = tuple[set[str], bool]
-
-
-def _reported(metrics: Any, loss: set[str]) -> _Names:
-    """The names a validation with ``metrics`` (a config's mapping) reports, as known now."""
-    if not isinstance(metrics, Mapping):
-        return set(loss), True
-    known = {name for name, spec in metrics.items() if returns_one_number(spec)}
-    return {*known, *loss}, len(known) == len(metrics)
-
-
 def _metric_names(cfg: Mapping, hooks: list[tuple[str, type, dict[str, Any]]]) -> None:
     loss = {"loss"} if cfg.get("loss_fn") is not None else set()
-    runner_metrics = _reported(cfg.get("metrics"), loss)
-    sources: list[tuple[str, _Names]] = []  # every validation of the run, and its names
+    runner_metrics = reported_names(cfg.get("metrics"), loss)
+    sources: list[tuple[str, Names]] = []  # every validation of the run, and its names
     if cfg.get("val_dataloader") is not None:
         sources.append(("validation", runner_metrics))
     for where, kind, args in hooks:
         if issubclass(kind, EvalHook):
             own = args.get("metrics")
-            names = _reported(own, loss) if isinstance(own, Mapping) else runner_metrics
+            names = reported_names(own, loss) if isinstance(own, Mapping) else runner_metrics
             sources.append((f"{where} (validation)", names))
             if isinstance(args.get("save_best"), str) and args["save_best"] != "auto":
-                _named(args["save_best"], f"{where}.save_best", [(where, names)])
+                check_named(args["save_best"], f"{where}.save_best", [(where, names)])
     for where, kind, args in hooks:
         if issubclass(kind, CheckpointHook) and isinstance(args.get("save_best"), str) \
                 and args["save_best"] != "auto":
-            _named(args["save_best"], f"{where}.save_best", sources)
+            check_named(args["save_best"], f"{where}.save_best", sources)
         if issubclass(kind, EarlyStoppingHook) and isinstance(args.get("monitor"), str):
-            _named(args["monitor"], f"{where}.monitor", sources, val_prefix=True)
+            check_named(args["monitor"], f"{where}.monitor", sources, val_prefix=True)
     schedulers = cfg.get("param_scheduler")
     listed = isinstance(schedulers, list)
     items: list[Any] = schedulers if isinstance(schedulers, list) else [schedulers]
     for i, item in enumerate(items):
         if isinstance(item, Mapping) and item.get("type") == "ReduceLROnPlateau":
             where = f"param_scheduler[{i}]" if listed else "param_scheduler"
-            _named(item.get("monitor", "loss"), f"{where}.monitor", sources)
+            check_named(item.get("monitor", "loss"), f"{where}.monitor", sources, val_prefix=True)
 
-
-def _named(name: str, where: str, sources: list[tuple[str, _Names]], *,
-           val_prefix: bool = False) -> None:
-    """``name`` must be among the metric names of every source whose names are all known."""
-    for source, (names, complete) in sources:
-        if name in names or (val_prefix and name.startswith("val/") and name[4:] in names):
-            continue
-        if not complete:  # a metric may report it: the first validation tells
-            continue
-        close = closest_names(name, names, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        reports = ", ".join(sorted(names)) or "nothing (no metrics and no loss_fn)"
-        raise ConfigError(f"{where}: {name!r} is not a validation metric of this run{hint} "
-                          f"({source} reports: {reports})")

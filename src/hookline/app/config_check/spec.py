@@ -44,8 +44,11 @@ def check_spec(registry: Registry, spec: Any, where: str, *, ignore: Sequence[st
     """
     if not isinstance(spec, Mapping):
         if isinstance(spec, PLAIN):
+            # the name given, when it is one: optimizer: Adam -> {type: Adam}
+            named = spec if isinstance(spec, str) and spec in registry.names() \
+                else example(registry)
             raise ConfigError(f"{where} must be a mapping with a 'type' key, e.g. "
-                              f"{{type: {example(registry)}}}; got {spec!r}")
+                              f"{{type: {named}}}; got {spec!r}")
         return None
     if "type" not in spec:
         raise ConfigError(f"{where} has no 'type'; registered {registry.name} types: "

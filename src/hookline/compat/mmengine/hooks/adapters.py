@@ -27,6 +27,7 @@ from typing import Any
 from hookline.core import ConfigError
 from hookline.engine.checks import boolean, positive_int
 from hookline.engine.logs import log_queued
+from hookline.engine.metric_names import strip_val_prefix
 from hookline.hooks import CheckpointHook as _CheckpointHook
 from hookline.hooks import EarlyStoppingHook as _EarlyStoppingHook
 from hookline.hooks import LoggerHook as _LoggerHook
@@ -196,8 +197,7 @@ class EarlyStoppingHook(_EarlyStoppingHook):
 
     def after_val_epoch(self, runner: Any, metrics: dict[str, float] | None = None) -> None:
         names = set(metrics or {})
-        if not self.strict and self.monitor not in names and \
-                self.monitor.removeprefix("val/") not in names:
+        if not self.strict and strip_val_prefix(self.monitor, names) not in names:
             warnings.warn(f"EarlyStoppingHook: {self.monitor!r} is not among the metrics "
                           f"{sorted(names)}; this validation is skipped", UserWarning, stacklevel=2)
             return
