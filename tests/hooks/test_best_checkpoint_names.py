@@ -57,6 +57,18 @@ def test_the_rule_is_inferred_from_the_whole_key(key, rule):
     assert EarlyStoppingHook(key).rule == rule
 
 
+def test_a_misspelt_metric_name_is_named_as_a_likely_typo_not_only_as_a_missing_rule():
+    # under DDP and in plain runs alike, the rule is inferred when the hook is built: before
+    # the Runner's metric-name check, so the rule's error says what the typo probably is
+    with pytest.raises(ConfigError, match="is it a typo of 'accuracy'"):
+        CheckpointHook(save_best="acuracy")
+    with pytest.raises(ConfigError, match="is it a typo of 'loss'"):
+        EarlyStoppingHook("los")
+    with pytest.raises(ConfigError) as caught:
+        CheckpointHook(save_best="widget/x")
+    assert "typo" not in str(caught.value)
+
+
 def test_a_key_of_no_known_kind_still_needs_a_rule():
     with pytest.raises(ConfigError, match="cannot infer whether 'widget/x'"):
         CheckpointHook(save_best="widget/x")

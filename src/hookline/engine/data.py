@@ -97,7 +97,7 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
         if isinstance(dataset, Mapping):
             if datasets_registry is None:
                 raise ConfigError(f"{name}: a dataset config needs the DATASETS registry")
-            dataset = datasets_registry.build(dataset)
+            dataset = _sized(datasets_registry.build(dataset), dataset, name)
         sampler = options.pop("sampler", None)
         unknown = sorted(set(options) - set(DATALOADER_KEYS))
         if unknown:
@@ -111,7 +111,10 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
                 raise ConfigError(f"{name}: a sampler with an IterableDataset "
                                   f"({type(dataset).__name__}), which yields its samples in "
                                   "its own order: drop sampler")
-            return _with_sampler(dataset, sampler, options, seed, rank, world_size, pad, name)
+            built = _with_sampler(dataset, sampler, options, seed, rank, world_size, pad, name)
+            if pad and world_size > 1:  # DefaultSampler(round_up=False), a sampler object
+                _check_same_length(built, name)
+            return built
         shuffle = options.pop("shuffle", shuffle_default)
         if isinstance(dataset, IterableDataset):
             if "shuffle" in spec and shuffle:
@@ -164,6 +167,22 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
         return _wrap(loader.dataset, shuffle, options, sampler.seed, rank, world_size, pad,
                      drop_last=sampler.drop_last, torch_seeding=True)
     return _wrap(loader.dataset, shuffle, options, seed, rank, world_size, pad)
+
+
+def _sized(dataset: Any, config: Mapping[str, Any], name: str) -> Any:
+    """``dataset``, built from ``config``, checked to have a length (an IterableDataset need
+    not): a ``TensorDataset`` config gives no tensors, and ``len()`` of it fails inside torch."""
+    if isinstance(dataset, IterableDataset) or not hasattr(dataset, "__len__"):
+        return dataset
+    try:
+        len(dataset)
+    except (TypeError, IndexError, AttributeError) as exc:
+        raise ConfigError(
+            f"{name}: the dataset built from {dict(config)!r} has no length (len() failed: "
+            f"{exc}); a TensorDataset needs its tensors, which a config file cannot give: "
+            "register a dataset class that loads its data (DATASETS) and name it, or build "
+            "the dataset in Python") from exc
+    return dataset
 
 
 def _check_same_length(loader: DataLoader[Any], name: str) -> None:

@@ -12,6 +12,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -164,6 +165,25 @@ def wrap_ddp(model: torch.nn.Module, device: torch.device, **ddp_kwargs: Any) ->
         return model
     device_ids = [device.index] if device.type == "cuda" else None
     return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids, **ddp_kwargs)
+
+
+def warn_frozen_under_ddp(ddp_model: Any, model: torch.nn.Module,
+                          logger: logging.Logger) -> None:
+    """One warning (rank 0) when ``ddp_model`` is a DistributedDataParallel built while some
+    parameters of ``model`` (named as the user's model names them) were frozen: DDP
+    synchronises only the parameters that required a gradient when it was built, so one
+    unfrozen later (by a hook) would train apart on every rank."""
+    if not isinstance(ddp_model, torch.nn.parallel.DistributedDataParallel):
+        return
+    frozen = [name for name, p in model.named_parameters() if not p.requires_grad]
+    if frozen and get_rank() == 0:
+        shown = ", ".join(frozen[:3]) + (f" and {len(frozen) - 3} more" if len(frozen) > 3 else "")
+        logger.warning(
+            "%d parameter(s) are frozen (requires_grad=False) while DistributedDataParallel "
+            "wraps the model: %s. DDP synchronises only the parameters that need a gradient "
+            "when it is built, so unfreezing these later (in a hook) would train them apart "
+            "on each rank; unfreeze before building the Runner, or keep them frozen",
+            len(frozen), shown)
 
 
 def _by_dtype(tensors: Iterable[torch.Tensor]) -> dict[tuple[torch.dtype, torch.device],

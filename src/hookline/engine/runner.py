@@ -250,6 +250,7 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
         self._stop_group: Any = None  # the gloo group that shares stop flags (check_stop)
         if self.world_size > 1:
             self.ddp_model = wrap_for_training(self.model, self.loss_fn, self.device, ddp_kwargs)
+            distributed.warn_frozen_under_ddp(self.ddp_model, self.model, self.logger)
             self._stop_group = distributed.control_group()
             release_at_exit(self, destroy=self._owns_process_group)
 

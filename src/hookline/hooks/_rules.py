@@ -43,8 +43,10 @@ def infer_rule(key: str, rule: str | None = None) -> str:
     for keys, inferred in ((GREATER_KEYS, "greater"), (LESS_KEYS, "less")):
         if any(k in name for k in keys):
             return inferred
+    typo = closest_names(name, ("accuracy", "precision", "recall", "loss", "error"))
+    hint = f"is it a typo of {typo[0]!r}? If not, " if typo else ""
     raise ConfigError(
-        f"cannot infer whether {key!r} should be greater or less: pass rule='greater' or "
+        f"cannot infer whether {key!r} should be greater or less: {hint}pass rule='greater' or "
         f"rule='less' (inferred greater for names containing {', '.join(GREATER_KEYS)}; "
         f"less for {', '.join(LESS_KEYS)})")
 
