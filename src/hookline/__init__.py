@@ -17,7 +17,11 @@ import importlib as _importlib
 import importlib.util as _importlib_util
 import typing as _typing
 
+from hookline.core.registry import SCOPE_MODULES as _SCOPE_MODULES
 from hookline.core.version import __version__
+
+# ``{"type": "mmengine.LinearLR"}`` anywhere (a Runner argument, a config) loads the port
+_SCOPE_MODULES.update({"mmengine": "hookline.compat.mmengine", "mmcv": "hookline.compat.mmcv"})
 
 if _typing.TYPE_CHECKING:  # what the lazy names are, for type checkers (loaded by __getattr__)
     from hookline.core import ConfigError as ConfigError

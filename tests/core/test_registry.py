@@ -4,7 +4,7 @@ import functools
 import pytest
 
 from hookline.core import ConfigError, Registry
-from hookline.core.registry import default_scope, using_scope
+from hookline.core.registry import SCOPE_MODULES, default_scope, using_scope
 
 
 def make_registry():
@@ -303,3 +303,19 @@ def test_a_bare_name_built_with_another_scopes_arguments_names_that_scope():
         root.build({"type": "Averager", "stride": 2})  # only a **kwargs one takes it
     with pytest.raises(ConfigError, match=r"it accepts: decay$"):
         root.build({"type": "core.Averager", "stride": 2})  # a scoped name: no other scope
+
+
+def test_a_scope_named_in_scope_modules_is_imported_from_there(tmp_path, monkeypatch):
+    """``SCOPE_MODULES`` maps a scope to the module that makes its registries (how
+    ``"mmengine.LinearLR"`` finds hookline's port): imported the first time the scope is named."""
+    (tmp_path / "made_here.py").write_text(
+        "from tests.core.test_registry import ROOT_FOR_SCOPES\n"
+        "from hookline.core import Registry\n"
+        "child = Registry('things', parent=ROOT_FOR_SCOPES, scope='elsewhere')\n"
+        "child.register(len, name='Counter')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(SCOPE_MODULES, "elsewhere", "made_here")
+    assert ROOT_FOR_SCOPES.get("elsewhere.Counter") is len
+
+
+ROOT_FOR_SCOPES = Registry("things")

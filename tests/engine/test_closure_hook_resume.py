@@ -224,6 +224,79 @@ def test_train_again_after_a_failure_before_the_step_runs_that_iteration(tmp_pat
     assert runner.iter == 15 and same_weights(runner, whole)
 
 
+@pytest.mark.parametrize("length", [{"max_epochs": 3}, {"max_epochs": None, "max_iters": 15}])
+def test_train_again_runs_the_hooks_after_the_failing_one_for_that_iteration(
+        tmp_path: Path, length: dict[str, Any]) -> None:
+    """The crash at NORMAL priority, before the per-iteration scheduler (LOW) and a LOWEST
+    hook: train() again gives them iteration 6 first (at iter 5, its batch and outputs), so
+    the learning rates and weights match a run without the crash."""
+    scheduler = {"type": "StepLR", "step_size": 2, "gamma": 0.5, "by_epoch": False}
+
+    def hooks(runner: Runner) -> list[tuple[int, int, float]]:
+        seen: list[tuple[int, int, float]] = []
+
+        def last(r: Runner, batch_idx: int, outputs: dict[str, Any]) -> None:
+            seen.append((r.iter, batch_idx, outputs["loss"].detach().item()))
+
+        runner.on("after_train_iter", last, priority="LOWEST")
+        return seen
+
+    whole = make_runner(tmp_path / "whole", checkpoint_every=None, param_scheduler=scheduler,
+                        **length)
+    expected = hooks(whole)
+    whole.train()
+    runner = make_runner(tmp_path / "again", checkpoint_every=None, param_scheduler=scheduler,
+                         **length)
+    seen = hooks(runner)
+    crash_at(runner, 6)
+    with pytest.raises(HookError, match="crash"):
+        runner.train()
+    assert len(seen) == 5
+    runner.train()
+    assert seen == expected and len(seen) == 15
+    assert runner.optim_wrapper.get_lr() == whole.optim_wrapper.get_lr()
+    assert runner.iter == 15 and same_weights(runner, whole)
+
+
+def test_a_hook_failing_again_in_those_leaves_the_ones_after_it(tmp_path: Path) -> None:
+    runner = make_runner(tmp_path / "again", checkpoint_every=None)
+    calls: list[tuple[str, int]] = []
+    failing = {"middle": 1}
+
+    def middle(r: Runner) -> None:
+        calls.append(("middle", r.iter))
+        if failing["middle"]:
+            failing["middle"] -= 1
+            raise RuntimeError("middle")
+
+    crash_at(runner, 6, priority="HIGH")
+    runner.on("after_train_iter", middle, priority="LOW", when=lambda r: r.iter == 5)
+    runner.on("after_train_iter", lambda r: calls.append(("last", r.iter)), priority="LOWEST",
+              when=lambda r: r.iter == 5)
+    with pytest.raises(HookError, match="crash"):
+        runner.train()
+    with pytest.raises(HookError, match="middle"):
+        runner.train()  # the rest of iteration 6 runs first; middle raises in it
+    assert calls == [("middle", 5)] and runner.iter == 5
+    runner.train()  # middle is not called again for iteration 6; the LOWEST hook is
+    assert calls == [("middle", 5), ("last", 5)] and runner.iter == 15
+
+
+def test_a_checkpoint_loaded_after_the_failure_drops_those_hooks(tmp_path: Path) -> None:
+    source = make_runner(tmp_path / "source", checkpoint_every=None, max_epochs=1)
+    source.train()
+    saved = source.save_checkpoint(tmp_path / "epoch1.pth")
+    runner = make_runner(tmp_path / "again", checkpoint_every=None)
+    late: list[int] = []
+    crash_at(runner, 8)
+    runner.on("after_train_iter", lambda r: late.append(r.iter), priority="LOWEST")
+    with pytest.raises(HookError, match="crash"):
+        runner.train()
+    runner.resume(saved)  # back to the end of epoch 1 (5 iterations)
+    runner.train()
+    assert late == [0, 1, 2, 3, 4, 5, 6] + list(range(5, 15))
+
+
 # -- 3. errors for Ignite's event lists and once=[...] ----------------------------------------
 
 class _EventsList:

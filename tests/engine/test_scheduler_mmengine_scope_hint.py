@@ -58,3 +58,26 @@ def test_mmengines_scheduler_by_its_scoped_name_runs(tmp_path):
                  param_scheduler=[{**WARMUP, "type": "mmengine.LinearLR"}])
     run.train()  # MMEngine's LinearLR: 0.01, 0.055, then the base rate (as MMEngine gives)
     assert run.optimizer.param_groups[0]["lr"] == pytest.approx(0.1)
+
+
+def test_the_scoped_name_needs_no_compat_import(tmp_path):
+    """As the hint says: ``"mmengine.LinearLR"`` in a script that imports only the Runner
+    (a fresh interpreter, so no other test's import of hookline.compat counts)."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    script = (
+        "import sys, torch\n"
+        "from torch.utils.data import DataLoader, TensorDataset\n"
+        "from hookline import Runner\n"
+        "data = DataLoader(TensorDataset(torch.ones(4, 2), torch.ones(4, 1)), batch_size=2)\n"
+        "run = Runner(torch.nn.Linear(2, 1), optimizer={'type': 'SGD', 'lr': 0.1},\n"
+        "             loss_fn=torch.nn.MSELoss(), train_dataloader=data, max_iters=1,\n"
+        f"             work_dir={str(tmp_path)!r}, default_hooks={QUIET!r},\n"
+        f"             param_scheduler=[{{**{WARMUP!r}, 'type': 'mmengine.LinearLR'}}])\n"
+        "run.train()\n"
+        "print(type(run.param_schedulers[0]).__module__, run.optimizer.param_groups[0]['lr'])\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    module, lr = done.stdout.splitlines()[-1].split()
+    assert module.startswith("hookline.compat.mmengine") and float(lr) == pytest.approx(0.055)

@@ -40,7 +40,7 @@ import torch
 import yaml
 
 from hookline.core import ConfigError
-from hookline.core.registry import using_scope
+from hookline.core.registry import SCOPE_MODULES, using_scope
 from hookline.engine.config_file import load_config, parse_value
 from hookline.engine.default_hooks import DEFAULT_HOOKS
 from hookline.engine.metric_names import names_unchecked
@@ -194,7 +194,7 @@ def _import_custom(spec: Any) -> None:
 
 #: scopes of ``type`` names a config may use without importing their package: the module
 #: that makes that scope's registries (imported once, when a config names the scope)
-COMPAT_SCOPES = {"mmengine": "hookline.compat.mmengine", "mmcv": "hookline.compat.mmcv"}
+COMPAT_SCOPES = SCOPE_MODULES
 
 
 def _import_compat_scopes(cfg: Any) -> None:

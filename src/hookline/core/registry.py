@@ -39,11 +39,15 @@ from .call_check import accepted_keywords, check_call
 from .errors import ConfigError
 from .scope import default_scope, set_default_scope, using_scope
 
-__all__ = ["MISSING", "Registry", "accepted_keywords", "check_call", "default_scope",
-           "set_default_scope", "using_scope"]
+__all__ = ["MISSING", "SCOPE_MODULES", "Registry", "accepted_keywords", "check_call",
+           "default_scope", "set_default_scope", "using_scope"]
 
 #: what :meth:`Registry.own` returns for a name it does not hold
 MISSING: Any = object()
+#: scope -> the module that makes its registries, imported by :meth:`Registry.find_scope` the
+#: first time the scope is named (instead of ``<scope>.registry``); the ``hookline`` package
+#: maps ``"mmengine"`` and ``"mmcv"`` to ``hookline.compat``'s ports
+SCOPE_MODULES: dict[str, str] = {}
 #: scopes whose ``<scope>.registry`` module was imported (or failed to) by :meth:`Registry.find_scope`
 _TRIED_SCOPES: set[str] = set()
 #: what :meth:`Registry.register` refuses to hold: plain values, never a class or a builder
@@ -123,13 +127,14 @@ class Registry:
     def find_scope(self, scope: str) -> Registry | None:
         """The registry of ``scope`` in this registry's tree, or None. A scope not in the
         tree yet is looked for in the module ``<scope>.registry``, imported on demand (where
-        MMEngine-style projects declare their registries)."""
+        MMEngine-style projects declare their registries), or in the one :data:`SCOPE_MODULES`
+        names for it."""
         root = self.root
         found = next((r for r in (root, *root.descendants()) if r.scope == scope), None)
         if found is None and scope.isidentifier() and scope not in _TRIED_SCOPES:
             _TRIED_SCOPES.add(scope)
             try:
-                importlib.import_module(f"{scope}.registry")
+                importlib.import_module(SCOPE_MODULES.get(scope, f"{scope}.registry"))
             except ImportError:
                 return None
             found = next((r for r in (root, *root.descendants()) if r.scope == scope), None)

@@ -98,6 +98,7 @@ class EpochBasedTrainLoop(TrainLoop):
         """``train()`` again after a stop in the middle of an epoch: that epoch continues
         where the state says it stopped (:meth:`RunState.continue_stopped_epoch`), its data
         order replayed as a resume from a checkpoint replays it."""
+        self._finish_stopped_iter()
         start = self.state.continue_stopped_epoch()
         if start:
             self.runner.logger.info("train() again: continuing %s", describe_position(
@@ -224,6 +225,7 @@ class IterBasedTrainLoop(TrainLoop):
         # train() again after a stop in after_train_iter: that iteration's step ran, it counts
         # (:meth:`RunState.continue_stopped_epoch`), as a checkpoint written there says
         done = self.iter
+        self._finish_stopped_iter()
         self.state.continue_stopped_epoch()
         if self.iter != done:
             runner.logger.info("train() again: continuing %s", describe_position(

@@ -135,7 +135,8 @@ class RunState:
         would. An iteration whose step ran (it stopped in ``after_train_iter``) counts as done,
         as a checkpoint written by one of its ``after_train_iter`` hooks says: the run goes on
         at the next iteration (after the validation due after it, in an iteration-based run),
-        and the ``after_train_iter`` hooks that had not run yet skip that iteration. An
+        and the ``after_train_iter`` hooks that had not run yet get that iteration first
+        (the train loop's :class:`~.unfinished_stage.UnfinishedStage`, before this). An
         iteration stopped before its step ran (in ``before_train_iter``, in the step) runs
         again. An epoch whose ``after_train_epoch`` hooks did not all run ends again, without
         running batches. In an epoch-based run, returns the batch the epoch continues at

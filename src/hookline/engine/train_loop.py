@@ -15,12 +15,15 @@ import abc
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from hookline.core import HookError
+
 from .base_loop import BaseLoop, note_where
 from .checks import positive_int
 from .data import loader_length, move_to
 from .data_pass import LookAheadPass, start_pass
 from .rng import rng_kept
 from .run_state import describe_position
+from .unfinished_stage import UnfinishedStage
 
 if TYPE_CHECKING:  # pragma: no cover
     from .run_state import RunState
@@ -42,6 +45,7 @@ class TrainLoop(BaseLoop):
         self._pass: LookAheadPass | None = None  # the pass over a loader without a length
         self._seen_length: int | None = None  # batches in the latest full pass over such a loader
         self._sized_pass_length: int | None = None  # len() of the sized loader of the running pass
+        self._unfinished: UnfinishedStage | None = None  # after_train_iter hooks a failure skipped
 
     # -- MMEngine's attributes -------------------------------------------------------------
     @property
@@ -124,9 +128,23 @@ class TrainLoop(BaseLoop):
         runner.message_hub.update_many("train", outputs)
         self.state.complete_iter(batch_in_epoch, self._val_follows_iter())
         if stages["after_train_iter"]:
-            hooks.callers["after_train_iter"](runner, batch_idx=batch_idx, data_batch=data_batch,
-                                              outputs=outputs)
+            try:
+                hooks.callers["after_train_iter"](runner, batch_idx=batch_idx,
+                                                  data_batch=data_batch, outputs=outputs)
+            except HookError as exc:  # the hooks after the one that raised run at train() again
+                self._unfinished = UnfinishedStage.after(
+                    exc.hook, stages["after_train_iter"], self.state.resume_point,
+                    {"batch_idx": batch_idx, "data_batch": data_batch, "outputs": outputs})
+                raise
         self.state.advance_iter()
+
+    def _finish_stopped_iter(self) -> None:
+        """``train()`` again after a hook raised in ``after_train_iter``: the hooks after it
+        get that iteration first (:class:`~.unfinished_stage.UnfinishedStage`), unless a
+        checkpoint loaded since then moved the run."""
+        if self._unfinished is not None:  # kept, with the hooks left, when one raises again
+            self._unfinished.run(self.runner, self.state.resume_point)
+            self._unfinished = None
 
     def _start_pass(self, loader: Any, start: int) -> tuple[Iterator[Any], int]:
         """A pass over ``loader`` after its first ``start`` batches (:func:`start_pass`),
