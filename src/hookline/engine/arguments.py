@@ -38,15 +38,9 @@ from .eval_loop import eval_loop_config
 from .hook import Hook
 from .hook_adapters import find_adapter
 from .registries import MODELS
+from .scheduler_args import check_schedulers, dummy_optimizer
 from .schedulers_per_optimizer import per_optimizer, wrapper_names
-from .torch_args import (
-    check_dataloader,
-    check_loss,
-    check_optim_wrapper,
-    check_optimizer,
-    check_schedulers,
-    dummy_optimizer,
-)
+from .torch_args import check_dataloader, check_loss, check_optim_wrapper, check_optimizer
 
 __all__ = ["check_configure_optimizers", "check_fast_data", "check_hooks_argument",
            "check_runner_arguments", "ddp_options"]

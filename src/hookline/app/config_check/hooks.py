@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from hookline.core import ConfigError, Priority
+from hookline.engine.config_target import run_check_args
 from hookline.engine.registries import DATASETS, HOOKS
-from hookline.engine.torch_args import check_dataloader, run_check_args
+from hookline.engine.torch_args import check_dataloader
 
 from .spec import check_spec, spec_kwargs
 

@@ -28,6 +28,7 @@ from hookline.core import ConfigError
 from hookline.engine.arguments import check_configure_optimizers, check_fast_data, check_hooks_argument
 from hookline.engine.build import check_constructor
 from hookline.engine.checks import positive_int
+from hookline.engine.config_target import run_check_args
 from hookline.engine.configure_optimizers import wraps_model_optimizers
 from hookline.engine.default_hooks import DEFAULT_HOOKS, LEGACY_DEFAULT_HOOKS, check_default_hooks
 from hookline.engine.environment import check_device, check_work_dir
@@ -45,16 +46,13 @@ from hookline.engine.registries import (
     PARAM_SCHEDULERS,
 )
 from hookline.engine.schedule_length import fill_run_lengths
+from hookline.engine.scheduler_args import SCHEDULER_EXTRAS, check_schedulers, dummy_optimizer
 from hookline.engine.schedulers_per_optimizer import per_optimizer, wrapper_names
 from hookline.engine.torch_args import (
-    SCHEDULER_EXTRAS,
     check_dataloader,
     check_loss,
     check_optim_wrapper,
     check_optimizer,
-    check_schedulers,
-    dummy_optimizer,
-    run_check_args,
 )
 
 from .hooks import check_hook
