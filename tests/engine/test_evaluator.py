@@ -8,7 +8,8 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from hookline import METRICS, ConfigError, Runner
-from hookline.engine.evaluator import Evaluator, accuracy, build_metrics, mse
+from hookline.engine.evaluator import Evaluator
+from hookline.engine.metrics import accuracy, build_metrics, mse
 
 
 def outputs(preds, targets, loss=None) -> dict:

@@ -12,7 +12,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 import hookline.hooks.ema
 from hookline import HOOKS, ConfigError, HookError
 from hookline.engine.checkpoint import load_checkpoint_file
-from hookline.engine.evaluator import accuracy
+from hookline.engine.metrics import accuracy
 from hookline.hooks import CheckpointHook, EMAHook
 
 from ._toy import (  # one_thread is an autouse fixture

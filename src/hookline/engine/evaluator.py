@@ -19,7 +19,8 @@ average (``loss``), is a :class:`ConfigError` naming both.
 Example::
 
     >>> import torch
-    >>> from hookline.engine.evaluator import Evaluator, accuracy
+    >>> from hookline.engine.evaluator import Evaluator
+    >>> from hookline.engine.metrics import accuracy
     >>> ev = Evaluator({"acc": accuracy})
     >>> ev.process({"preds": torch.tensor([[0.1, 0.9], [0.8, 0.2]]), "targets": torch.tensor([1, 1]),
     ...             "loss": torch.tensor(0.5)})
@@ -38,65 +39,10 @@ from hookline.core import ConfigError
 
 from . import distributed
 from .message_hub import plain_number
-from .registries import METRICS
+from .metrics import is_torchmetric
 
 #: (trailing shape, dtype) of the collected predictions, and of the targets
 _Layout = tuple[tuple[tuple[int, ...], torch.dtype], tuple[tuple[int, ...], torch.dtype]]
-
-
-def accuracy(preds: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Top-1 accuracy of class scores ``preds`` (N, C) against labels ``targets`` (N,)."""
-    return (preds.argmax(dim=1) == targets).float().mean()
-
-
-def mse(preds: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean squared error."""
-    return torch.mean((preds.float() - targets.float()) ** 2)
-
-
-METRICS.register(accuracy, name="accuracy")
-METRICS.register(mse, name="mse")
-
-#: the built-in metrics: each returns one number, reported under the name it is given
-_ONE_NUMBER = (accuracy, mse)
-
-
-def returns_one_number(metric: Any) -> bool:
-    """Whether ``metric`` (a callable, or a registered name) is known to return one number,
-    reported under the name it is given (the built-in ``accuracy`` and ``mse``). Anything
-    else may return a dict whose keys are known only once it ran.
-
-        >>> returns_one_number("accuracy"), returns_one_number(mse), returns_one_number(len)
-        (True, True, False)
-    """
-    if isinstance(metric, str):
-        try:
-            metric = METRICS.get(metric)
-        except ConfigError:
-            return False
-    return any(metric is known for known in _ONE_NUMBER)
-
-
-def build_metrics(spec: Any) -> dict[str, Any]:
-    """Normalise the Runner's ``metrics`` argument: names, configs or callables."""
-    if spec is None:
-        return {}
-    if not isinstance(spec, Mapping):
-        raise ConfigError(f"metrics must be a dict of name -> metric, got {spec!r}")
-    built = {}
-    for name, metric in spec.items():
-        if isinstance(metric, str):
-            metric = METRICS.get(metric)
-        elif isinstance(metric, Mapping):
-            metric = METRICS.build(metric)
-        if not callable(metric) and not _is_torchmetric(metric):
-            raise ConfigError(f"metric {name!r} must be callable or a torchmetrics Metric")
-        built[name] = metric
-    return built
-
-
-def _is_torchmetric(metric: Any) -> bool:
-    return hasattr(metric, "update") and hasattr(metric, "compute") and hasattr(metric, "reset")
 
 
 class Evaluator:
@@ -108,6 +54,7 @@ class Evaluator:
 
     Example::
 
+        >>> from hookline.engine.metrics import accuracy, mse
         >>> evaluator = Evaluator({"acc": accuracy, "mse": mse})
         >>> evaluator.metrics[0] is accuracy, list(evaluator.named_metrics)
         (True, ['acc', 'mse'])
@@ -130,7 +77,7 @@ class Evaluator:
         #: data samples of steps that return lists (MMEngine's ``val_step``)
         self._samples: list[Any] = []
         for metric in self.metrics:
-            if _is_torchmetric(metric):
+            if is_torchmetric(metric):
                 metric.reset()
 
     def process(self, outputs: Mapping[str, Any] | Sequence[Any] | None = None,
@@ -184,10 +131,10 @@ class Evaluator:
         if preds is None or targets is None or not self.named_metrics:
             return
         for metric in self.metrics:
-            if _is_torchmetric(metric):
+            if is_torchmetric(metric):
                 metric.to(preds.device)
                 metric.update(preds, targets)
-        if any(not _is_torchmetric(m) for m in self.metrics):
+        if any(not is_torchmetric(m) for m in self.metrics):
             if self._preds:
                 self._check_same_layout(preds, targets)
             self._preds.append(preds.detach())
@@ -218,7 +165,7 @@ class Evaluator:
         if preds.shape[1:] == first_p.shape[1:] and targets.shape[1:] == first_t.shape[1:]:
             return
         raise ConfigError(_layout_message(
-            [name for name, m in self.named_metrics.items() if not _is_torchmetric(m)],
+            [name for name, m in self.named_metrics.items() if not is_torchmetric(m)],
             f"this batch's preds {tuple(preds.shape)} / targets {tuple(targets.shape)} and "
             f"the first batch's {tuple(first_p.shape)} / {tuple(first_t.shape)}"))
 
@@ -253,7 +200,7 @@ class Evaluator:
             layouts = {rank_layout for _, rank_layout, _, _ in everyone if rank_layout}
             if len(layouts) > 1:
                 raise ConfigError(_layout_message(
-                    [n for n, m in self.named_metrics.items() if not _is_torchmetric(m)],
+                    [n for n, m in self.named_metrics.items() if not is_torchmetric(m)],
                     "the ranks' preds / targets (trailing shapes, dtypes) "
                     + ", ".join(str(one) for one in sorted(layouts, key=str))))
             layout = next((rank_layout for _, rank_layout, _, _ in everyone if rank_layout),
@@ -282,7 +229,7 @@ class Evaluator:
             preds = distributed.all_gather_interleave(_cat_or_empty(self._preds, *layout[0]))
             targets = distributed.all_gather_interleave(_cat_or_empty(self._targets, *layout[1]))
         for name, metric in self.named_metrics.items():
-            if _is_torchmetric(metric):
+            if is_torchmetric(metric):
                 value = metric.compute()
             elif preds is not None and targets is not None:  # both gathered, or neither
                 value = _call_metric(name, metric, preds, targets)
@@ -296,7 +243,7 @@ class Evaluator:
         results: dict[str, Any] = {}
         sources: dict[str, str] = {}
         for name, metric in self.named_metrics.items():
-            if _is_torchmetric(metric):
+            if is_torchmetric(metric):
                 raise ConfigError(f"metric {name!r} is a torchmetrics metric, but the step returns "
                                   f"data samples: give a callable(samples) instead")
             try:

@@ -31,7 +31,7 @@ import torch
 from hookline.core import ConfigError
 from hookline.core.errors import closest_names
 
-from .evaluator import returns_one_number
+from .metrics import returns_one_number
 
 __all__ = ["VAL_PREFIXES", "check_monitored_names", "check_named", "monitored_number",
            "names_unchecked", "reported_names", "strip_val_prefix"]

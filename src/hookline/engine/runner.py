@@ -45,13 +45,13 @@ from .config_dict import ConfigDict, plain_arguments
 from .data import build_dataloader, check_has_batches, loader_length
 from .environment import release_at_exit, resolve_device, seed_everything
 from .eval_loop import eval_loop_config
-from .evaluator import build_metrics
 from .hook import Hook
 from .hook_table import HookTable
 from .logs import close_logger, make_logger, set_current_logger
 from .loops import TrainLoop, ValLoop, train_loop_config
 from .message_hub import MessageHub
 from .metric_names import check_monitored_names
+from .metrics import build_metrics
 from .optimization import build_run_optimization
 from .optimizer_coverage import check_optimizer_coverage, check_training_wrapper
 from .registries import DATASETS, LOOPS, LOSSES, MODELS

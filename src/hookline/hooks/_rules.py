@@ -23,7 +23,7 @@ from typing import Any
 
 from hookline.core import ConfigError
 from hookline.core.errors import closest_names
-from hookline.engine.evaluator import returns_one_number
+from hookline.engine.metrics import returns_one_number
 
 GREATER_KEYS = ("acc", "top", "ar@", "auc", "precision", "recall", "f1", "map", "mdice",
                 "miou", "macc", "aacc", "psnr", "ssim")
@@ -71,7 +71,7 @@ def warn_if_misspelled(runner: Any, name: str, owner: str) -> None:
 
         >>> import logging
         >>> from types import SimpleNamespace
-        >>> from hookline.engine.evaluator import accuracy
+        >>> from hookline.engine.metrics import accuracy
         >>> runner = SimpleNamespace(metrics={"accuracy": accuracy}, model=object(),
         ...                          logger=logging.getLogger("doc"))
         >>> warn_if_misspelled(runner, "accuracy", "CheckpointHook save_best")  # known: quiet

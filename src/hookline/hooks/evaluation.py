@@ -34,9 +34,9 @@ from hookline.core import ConfigError
 from hookline.engine import distributed
 from hookline.engine.checks import boolean, non_negative_int, positive_int
 from hookline.engine.data import build_dataloader, loader_length
-from hookline.engine.evaluator import build_metrics
 from hookline.engine.hook import Hook
 from hookline.engine.loops import ValLoop
+from hookline.engine.metrics import build_metrics
 from hookline.engine.registries import DATASETS, HOOKS
 
 from .checkpoint import BestCheckpoint, CheckpointHook
