@@ -50,8 +50,9 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from hookline.core import ConfigError, HookError
@@ -208,9 +209,16 @@ class KerasCallbackHook(Hook):
 
     # -- training ------------------------------------------------------------------------------
     def before_train(self, runner: Runner) -> None:
+        """``on_train_begin``. A run that goes on (a resume, or ``train()`` again after a stop)
+        keeps the built-in callbacks' counters (from the checkpoint, or as they were) and a
+        ``CSVLogger``'s rows: it appends, as ``append=True`` would."""
         self._attach(runner)  # the loader (steps) may have changed since registration
         self._seen = self.book.serial
-        self._call("on_train_begin", {})
+        going_on = runner.iter > 0 or runner.epoch > 0
+        if self._restored is None and going_on:
+            self._restored = callback_state(self.callback) or None
+        with _appending(self.callback, going_on):
+            self._call("on_train_begin", {})
         if self._restored is not None:
             restore_state(self.callback, self._restored)
             self._restored = None
@@ -265,6 +273,22 @@ class KerasCallbackHook(Hook):
 
     def after_test_epoch(self, runner: Runner, metrics: Mapping[str, float] | None = None) -> None:
         self._call("on_test_end", self.book.test_logs)
+
+
+@contextlib.contextmanager
+def _appending(callback: Any, going_on: bool) -> Iterator[None]:
+    """A ``keras.callbacks.CSVLogger`` opens its file in ``on_train_begin``, emptying it unless
+    ``append=True``: a run that goes on appends (the rows of its earlier epochs are the user's
+    data), its ``append`` put back afterwards."""
+    if not going_on or not class_named(callback, "CSVLogger", KERAS_MODULES) \
+            or getattr(callback, "append", True):
+        yield
+        return
+    callback.append = True
+    try:
+        yield
+    finally:
+        callback.append = False
 
 
 def _check_monitor(callback: Any) -> None:
