@@ -34,7 +34,7 @@ from hookline.core.errors import closest_names
 from .metrics import returns_one_number
 
 __all__ = ["VAL_PREFIXES", "check_monitored_names", "check_named", "monitored_number",
-           "names_unchecked", "reported_names", "strip_val_prefix"]
+           "names_unchecked", "prefixed", "reported_names", "strip_val_prefix"]
 
 #: False while a Runner is built for evaluation only (``hookline test`` / ``val``)
 _CHECKING: ContextVar[bool] = ContextVar("hookline_check_monitored_names", default=True)
@@ -76,6 +76,17 @@ def strip_val_prefix(name: str, names: Any) -> str:
         if name.startswith(prefix) and name[len(prefix):] in names:
             return name[len(prefix):]
     return name
+
+
+def prefixed(prefix: str, name: str) -> str:
+    """A validation (``prefix="val"``) or test value's name as Keras and Lightning's callbacks
+    see it: ``<prefix>_<name>``, or ``name`` itself when it already says so (a LightningModule's
+    ``self.log("val_loss")``, a metric named ``"val/acc"``).
+
+        >>> prefixed("val", "acc"), prefixed("val", "val_loss"), prefixed("val", "val/acc")
+        ('val_acc', 'val_loss', 'val/acc')
+    """
+    return name if name.startswith((f"{prefix}_", f"{prefix}/")) else f"{prefix}_{name}"
 
 
 def monitored_number(value: Any, key: str, owner: str) -> float:

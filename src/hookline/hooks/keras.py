@@ -24,6 +24,7 @@ import torch
 from hookline.core import ConfigError
 from hookline.engine.data import loader_length
 from hookline.engine.hook import STAGES, Hook, StageMethod
+from hookline.engine.metric_names import prefixed
 from hookline.engine.registries import HOOKS
 from hookline.hooks.keras_values import Logs, RunningMeans, batch_size
 
@@ -274,7 +275,7 @@ class KerasCallback(Hook):
             return  # only the batch methods: nothing reports this epoch
         if not runner.by_epoch:  # iteration-based: the run is one epoch, validated before
             for key, value in runner.message_hub.info.get("val_metrics", {}).items():
-                logs[f"val_{key}"] = value
+                logs[prefixed("val", key)] = value
             self._end_epoch(0, logs)
             return
         loop = runner.train_loop
@@ -325,7 +326,7 @@ class KerasCallback(Hook):
         if self._pending is not None:
             (epoch, logs), self._pending = self._pending, None
             for key, value in (metrics or {}).items():
-                logs[f"val_{key}"] = value
+                logs[prefixed("val", key)] = value
             self._end_epoch(epoch, logs)
 
     def after_test_epoch(self, runner: Runner, metrics: dict[str, float] | None = None) -> None:

@@ -47,6 +47,7 @@ import torch
 
 from hookline.core import ConfigError
 from hookline.engine.hook import Hook
+from hookline.engine.metric_names import VAL_PREFIXES, prefixed
 from hookline.hooks.keras_values import Logs, RunningMeans, batch_size
 
 from .keras_history import HistoryHook
@@ -125,6 +126,14 @@ class _BatchMetrics:
         if self.handle is not None:
             self.handle.remove()
             self.handle = None
+
+
+def _training_metrics(runner: Runner) -> dict[str, Any]:
+    """The Runner's metrics that Keras's logs report for training batches too (as ``fit``
+    reports its compiled metrics): all but those named for validation (``"val/acc"``), which
+    report under their own name, for validation only."""
+    return {name: metric for name, metric in (getattr(runner, "metrics", None) or {}).items()
+            if not name.startswith(VAL_PREFIXES)}
 
 
 def _add_batch(means: RunningMeans, metrics: _BatchMetrics | None, data_batch: Any,
@@ -280,7 +289,7 @@ class KerasLogBook(Hook):
         if self.history_hook is not None:
             self.history_hook.begin(runner, self.facade(runner), fit_params(runner))
         if self.train_metrics and self._metrics is None:
-            self._metrics = _BatchMetrics(getattr(runner, "metrics", None) or {}, runner.model)
+            self._metrics = _BatchMetrics(_training_metrics(runner), runner.model)
             if not self._metrics.metrics:
                 self._metrics = None
 
@@ -349,7 +358,7 @@ class KerasLogBook(Hook):
 
     def _add_val(self, metrics: Mapping[str, Any] | None) -> None:
         for key, value in (metrics or {}).items():
-            self._epoch_values[f"val_{key}"] = value
+            self._epoch_values[prefixed("val", key)] = value
 
     def _publish(self) -> None:
         self._published = self._epoch_values

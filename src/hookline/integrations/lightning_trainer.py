@@ -62,6 +62,7 @@ import torch
 from hookline.engine.configure_optimizers import scheduler_name
 from hookline.engine.data import loader_length
 from hookline.engine.hook import Hook
+from hookline.engine.metric_names import prefixed
 from hookline.engine.schedulers_per_optimizer import scheduler_pairs
 
 from .lightning_calls import OPTIMIZER_METHODS, LightningCalls
@@ -437,4 +438,4 @@ class LightningTrainer(TrainerAttributes, Hook):
     def _metrics(self, prefix: str, metrics: Mapping[str, Any] | None) -> None:
         for key, value in (metrics or {}).items():
             if key not in self.module_metrics:
-                self.callback_metrics[f"{prefix}_{key}"] = torch.as_tensor(value)
+                self.callback_metrics[prefixed(prefix, key)] = torch.as_tensor(value)
