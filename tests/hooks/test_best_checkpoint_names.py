@@ -95,6 +95,27 @@ def test_the_typo_warning_stays_where_every_name_is_known(tmp_path):
            "did you mean 'accuracy'?" in log_of(tmp_path)
 
 
+@pytest.mark.parametrize("name", ["val_accuracy/top1", "val/accuracy/top1"])
+def test_save_best_takes_lightnings_val_prefix_as_early_stopping_does(tmp_path, name):
+    """``save_best="val_loss"`` (what a Lightning user writes, and what hookline's refusal of
+    Lightning's ModelCheckpoint suggests) tracks ``loss``; the best file keeps the given name."""
+    run = make(tmp_path, {"type": "CheckpointHook", "save_best": name}, max_epochs=4)
+    run.train()  # accuracy/top1: 0.5, 0.7, 0.6, 0.9: best at epochs 1, 2 and 4
+    assert run.message_hub.info["best_score"] == pytest.approx(0.9)
+    safe = name.replace("/", "_")
+    assert [p.name for p in tmp_path.glob("best_*.pth")] == [f"best_{safe}_epoch_4.pth"]
+    with pytest.raises(ConfigError, match="did you mean 'loss'"):  # known names: at build
+        make(tmp_path / "typo", {"type": "CheckpointHook", "save_best": "val_los", "rule": "less"},
+             metrics={"accuracy": "accuracy"})
+
+
+def test_a_name_validation_does_not_report_names_the_closest_at_run_time(tmp_path):
+    run = make(tmp_path, None, max_epochs=1)  # a dict metric: its names known once it ran
+    run.register_hook({"type": "CheckpointHook", "save_best": "val_accuracy/top"})
+    with pytest.raises(Exception, match="did you mean 'accuracy/top1'"):
+        run.train()
+
+
 # -- 9. the best file's name ----------------------------------------------------------------------
 def test_by_epoch_false_names_the_best_file_by_iteration_as_mmengine(tmp_path):
     run = make(tmp_path, {"type": "CheckpointHook", "interval": 6, "by_epoch": False,

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from hookline import HookError, Runner
+from hookline import ConfigError, HookError, Runner
 
 from ._twins import keras, one_thread  # noqa: F401  (autouse: one torch thread)
 
@@ -77,3 +77,21 @@ def test_train_again_on_a_finished_run_changes_nothing(tmp_path: Path) -> None:
     runner.train()  # "nothing left to train": the run had stopped early
     assert (stop.stopped_epoch, stop.best, plateau.best, _csv_epochs(tmp_path)) == before
     assert len(before[3]) > 1 and logger.append is False  # its own setting put back
+
+
+@pytest.mark.parametrize("monitor, expected", [
+    ("val_accuracy", "have no 'val_accuracy'; did you mean 'val_acc'"),
+    ("val_los", "did you mean 'val_loss'"),
+])
+def test_a_keras_monitor_the_logs_will_not_have_is_refused_at_build(tmp_path: Path, monitor: str,
+                                                                    expected: str) -> None:
+
+    with pytest.raises(ConfigError, match=expected):
+        Runner(torch.nn.Linear(4, 2), optimizer={"type": "SGD", "lr": 0.1},
+               loss_fn=torch.nn.CrossEntropyLoss(),
+               train_dataloader=DataLoader(TensorDataset(torch.ones(8, 4),
+                                                         torch.ones(8).long()), batch_size=4),
+               val_dataloader=DataLoader(TensorDataset(torch.ones(8, 4),
+                                                       torch.ones(8).long()), batch_size=4),
+               metrics={"acc": "accuracy"}, max_epochs=1, work_dir=str(tmp_path),
+               hooks=[callbacks.EarlyStopping(monitor=monitor, mode="max")])

@@ -201,7 +201,7 @@ def check_monitored_names(runner: Any) -> None:
             continue
         save_best = getattr(hook, "save_best", None)
         if isinstance(save_best, str) and save_best != "auto" and _is(hook, "CheckpointHook"):
-            check_named(save_best, f"{kind} save_best", sources)
+            check_named(save_best, f"{kind} save_best", sources, val_prefix=True)
         if _is(hook, "EarlyStoppingHook") and getattr(hook, "strict", True) is not False \
                 and isinstance(getattr(hook, "monitor", None), str):
             check_named(hook.monitor, f"{kind} monitor", sources, val_prefix=True)

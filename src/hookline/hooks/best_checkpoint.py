@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hookline.core import ConfigError
+from hookline.core.errors import closest_names
 from hookline.engine.checkpoint.names import (
     best_file_name,
     best_step,
 )
 from hookline.engine.evaluator import is_scalar, plain_value
+from hookline.engine.metric_names import strip_val_prefix
 
 from ._rules import infer_rule, is_better
 
@@ -115,10 +117,13 @@ class BestCheckpoint:
                                self._first_scalar(scalars, metrics)))
         key = self.key
         assert key is not None  # set just above
-        if key not in metrics:
+        found = strip_val_prefix(key, metrics)  # "val_loss": Lightning's name of "loss"
+        if found not in metrics:
+            close = closest_names(found, list(metrics), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(f"{self.owner} save_best={key!r} is not among the validation "
-                              f"metrics {sorted(metrics)}")
-        value = plain_value(metrics[key])
+                              f"metrics {sorted(metrics)}{hint}")
+        value = plain_value(metrics[found])
         if not is_scalar(value):
             raise ConfigError(
                 f"{self.owner} save_best={key!r}: the validation reports {key!r} as "

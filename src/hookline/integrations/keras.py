@@ -56,7 +56,9 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from hookline.core import ConfigError, HookError
+from hookline.core.errors import closest_names
 from hookline.engine.hook import STAGES, Hook
+from hookline.engine.metric_names import VAL_PREFIXES, prefixed, reported_names
 
 from ._detect import KERAS_MODULES, class_named, is_keras_callback
 from .keras_logs import KerasLogBook
@@ -69,6 +71,9 @@ if TYPE_CHECKING:
 os.environ.setdefault("KERAS_BACKEND", "torch")
 
 __all__ = ["REFUSED", "KerasCallbackHook", "keras_methods", "wrap_keras_callback"]
+
+#: Keras's callbacks that watch a ``monitor`` of the epoch logs
+MONITORING = ("EarlyStopping", "ReduceLROnPlateau")
 
 #: Keras callbacks a hookline run cannot host, and what to use instead
 REFUSED = {
@@ -144,7 +149,7 @@ class KerasCallbackHook(Hook):
         self._seen = book.serial  # epochs published before this callback joined are not its own
         self._stages = {"before_train"}.union(*(_STAGES[m] for m in self.methods))
         self._attach(runner)
-        _check_monitor(callback)
+        _check_monitor(callback, runner)
 
     def _resolve(self, name: str) -> Any:
         method = getattr(self.callback, name, None)
@@ -291,17 +296,49 @@ def _appending(callback: Any, going_on: bool) -> Iterator[None]:
         callback.append = False
 
 
-def _check_monitor(callback: Any) -> None:
-    """A ``mode="auto"`` monitor (EarlyStopping, ReduceLROnPlateau) learns its direction now, as
-    Keras would at the first epoch end: a metric of unknown direction is refused here."""
+def _check_monitor(callback: Any, runner: Runner) -> None:
+    """The ``monitor`` of Keras's EarlyStopping / ReduceLROnPlateau: a name the run's logs will
+    not have is refused (where they are all known: Keras would warn at every epoch end and
+    never act), and a ``mode="auto"`` monitor learns its direction now, as Keras would at
+    the first epoch end: a metric of unknown direction is refused here."""
+    monitor = getattr(callback, "monitor", None)
+    if not isinstance(monitor, str) or not any(
+            class_named(callback, name, KERAS_MODULES) for name in MONITORING):
+        return
+    known = _known_log_keys(runner)
+    if known is not None and monitor not in known:
+        close = closest_names(monitor, sorted(known), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        if monitor.startswith(VAL_PREFIXES) and runner.val_loop is None:
+            hint = "; the run has no validation to report it (give val_dataloader=)"
+        raise ConfigError(
+            f"{type(callback).__name__}(monitor={monitor!r}): this run's Keras logs have no "
+            f"{monitor!r}{hint} (they have {', '.join(sorted(known))})")
     if getattr(callback, "monitor_op", 0) is None and callable(
             getattr(callback, "_set_monitor_op", None)):
         try:
             callback._set_monitor_op()  # noqa: SLF001  (Keras's own first step, taken early)
         except ValueError as exc:
-            raise ConfigError(f"{type(callback).__name__}(monitor={callback.monitor!r}): {exc} "
+            raise ConfigError(f"{type(callback).__name__}(monitor={monitor!r}): {exc} "
                               "(hookline knows a metric's direction when its name is one of "
                               "Keras's, e.g. 'accuracy')") from None
+
+
+def _known_log_keys(runner: Runner) -> set[str] | None:
+    """The keys of the run's Keras epoch logs when all are known before it runs: a model the
+    Runner's ``loss_fn`` trains (no step methods of its own) and metrics whose names are
+    known (the built-in ones); None otherwise."""
+    model = runner.model
+    if runner.loss_fn is None or any(callable(getattr(model, step, None)) for step in (
+            "train_step", "training_step", "val_step", "validation_step")):
+        return None
+    names, complete = reported_names(runner.metrics, {"loss"})
+    if not complete:
+        return None
+    keys = {name for name in names if not name.startswith(VAL_PREFIXES)} | {"learning_rate"}
+    if runner.val_loop is not None:
+        keys |= {prefixed("val", name) for name in names}
+    return keys
 
 
 def wrap_keras_callback(callback: Any, runner: Runner) -> KerasCallbackHook:

@@ -82,7 +82,9 @@ _MODULES = ("lightning.pytorch", "pytorch_lightning")
 REFUSED = {
     "ModelCheckpoint": "it saves Lightning checkpoints through the Trainer's checkpoint "
                        "connector; use hookline's CheckpointHook ({'type': 'CheckpointHook', "
-                       "'save_best': 'val_loss', 'rule': 'less'})",
+                       "'save_best': 'val_loss', 'rule': 'less'}: it keeps the one best "
+                       "checkpoint, and the last max_keep_ckpts periodic ones; there is no "
+                       "save_top_k)",
     "OnExceptionCheckpoint": "use hookline's CheckpointHook; a hookline run also saves a "
                              "checkpoint by itself when SIGTERM or Ctrl-C stops it",
     "ProgressBar": "it draws from the Trainer's progress tracking; use hookline's ProgressBarHook",
