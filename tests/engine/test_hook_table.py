@@ -348,3 +348,18 @@ def test_a_stage_method_requiring_what_the_stage_does_not_pass_is_refused_at_reg
             pass
 
     HookTable().add(Optional())
+
+
+def test_a_hook_running_someone_elses_object_is_named_by_its_table_label():
+    class Runs(Hook):
+        def __init__(self, name: str) -> None:
+            self.table_label = f"Runs[{name}]"
+
+        def after_train_epoch(self, runner) -> None:
+            pass
+
+    table = HookTable()
+    table.add(Runs("EarlyStopping"))
+    table.add(Runs("CSVLogger"))
+    assert table.table().split() == ["after_train_epoch", "Runs[EarlyStopping](NORMAL),",
+                                     "Runs[CSVLogger](NORMAL)"]

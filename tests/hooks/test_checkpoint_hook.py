@@ -309,7 +309,8 @@ def test_a_misspelled_save_best_is_warned_about_before_training(tmp_path):
     with pytest.raises(HookError, match="save_best='acuracy' is not among the validation"):
         runner.train()
     log = (tmp_path / "log.txt").read_text(encoding="utf-8")
-    warned = [line for line in log.splitlines() if "did you mean 'accuracy'" in line]
+    warned = [line for line in log.splitlines()
+              if "did you mean 'accuracy'" in line and " - WARNING - " in line]
     assert len(warned) == 1 and "CheckpointHook save_best='acuracy'" in warned[0]
     quiet = make_runner(tmp_path / "ok", CheckpointHook(save_best="accuracy"), max_epochs=1)
     quiet.train()

@@ -305,6 +305,15 @@ FOREIGN_ARGUMENTS = {
                "OMP_NUM_THREADS yourself before building the Runner",
     "sync_bn": "a converted model: model=torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) "
                "(CUDA only)",
+    "auto_scale_lr": "nothing automatic: scale the optimizer's lr yourself (MMEngine's rule: "
+                     "lr x total batch size / base_batch_size) before building the Runner",
+    "compile": "a compiled model: model=torch.compile(model) (or compile its train_step); "
+               "hookline does not compile it for you",
+    "log_level": "logging.getLogger('hookline').setLevel(...) before building the Runner",
+    "experiment_name": "work_dir= (each run's files go there; a timestamped folder holds its "
+                       "log and TensorBoard files)",
+    "cfg": "nothing: pass the config's entries as the Runner's arguments (MMEngine's "
+           "Runner.from_cfg); hookline train CONFIG builds a Runner from a config file",
     # Lightning's Trainer arguments
     "gradient_clip_val": "optim_wrapper={'clip_grad': {'max_norm': v}} (without 'optimizer' it "
                          "wraps the model's configure_optimizers() optimizer)",

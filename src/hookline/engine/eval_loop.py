@@ -36,7 +36,7 @@ from .registries import LOOPS
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import Runner
 
-__all__ = ["TestLoop", "ValLoop", "eval_loop_config"]
+__all__ = ["TestLoop", "ValLoop", "eval_loop_config", "record_metrics"]
 
 #: mode -> (its before-iteration stage, its after-iteration stage)
 _ITER_STAGES = {mode: (f"before_{mode}_iter", f"after_{mode}_iter") for mode in ("val", "test")}
@@ -94,7 +94,7 @@ class ValLoop(BaseLoop):
                 batches = iter_batches(self.dataloader, enabled=runner.fast_data,
                                        device=runner.device)  # the DataLoader's, maybe faster
                 for batch_idx, data_batch in enumerate(batches):
-                    self.run_iter(batch_idx, data_batch, evaluator)
+                    self.run_iter(batch_idx, data_batch)  # MMEngine's signature: overridable
                 self.num_batches = batch_idx + 1
             metrics = evaluator.compute()
         finally:
@@ -103,16 +103,7 @@ class ValLoop(BaseLoop):
             self._warn_empty(runner)
         if mode == "val":  # a checkpoint an after_val_epoch hook writes repeats it, RNGs aside
             runner.state.compute_val()
-        hub = runner.message_hub
-        numbers = metrics
-        for name, value in metrics.items():
-            if is_scalar(value):
-                hub.update(f"{mode}/{name}", value)
-            else:  # lists, dicts, strings: run information, as MMEngine's RuntimeInfoHook
-                hub.info[f"{mode}/{name}"] = value
-                numbers = {k: v for k, v in metrics.items() if is_scalar(v)}
-        hub.info[f"{mode}_metrics"] = numbers  # the metrics themselves when all are numbers
-        self.last_metrics = metrics
+        record_metrics(runner, mode, metrics)
         call(runner, f"after_{mode}_epoch", metrics=metrics)
         if mode == "val":  # every hook saw it: a checkpoint from here on does not repeat it
             runner.state.complete_val()  # (CheckpointHook writes its files in after_val)
@@ -209,3 +200,23 @@ def eval_loop_config(spec: Any, mode: str) -> dict[str, Any]:
         raise ConfigError(f"{mode}_loop: give the metrics as the Runner's {where}, not in the "
                           "loop config")
     return {"type": default, **spec}
+
+
+def record_metrics(runner: Runner, mode: str, metrics: dict[str, Any]) -> None:
+    """A pass's metrics where hooks read them before its ``after_<mode>_epoch`` stage (what
+    MMEngine's RuntimeInfoHook does there): numbers as ``<mode>/<name>`` scalars of the
+    message hub, anything else as its run information, the numbers as
+    ``info["<mode>_metrics"]``, and the loop's :attr:`ValLoop.last_metrics`. The Runner's
+    ``call_hook("after_val_epoch", metrics=...)`` does it too, for a loop of one's own."""
+    hub = runner.message_hub
+    numbers = metrics  # the metrics themselves when all are numbers (hooks may add to them)
+    for name, value in metrics.items():
+        if is_scalar(value):
+            hub.update(f"{mode}/{name}", value)
+        else:  # lists, dicts, strings: run information, as MMEngine's RuntimeInfoHook
+            hub.info[f"{mode}/{name}"] = value
+            numbers = {k: v for k, v in metrics.items() if is_scalar(v)}
+    hub.info[f"{mode}_metrics"] = numbers
+    loop = runner.val_loop if mode == "val" else runner.test_loop
+    if isinstance(loop, ValLoop):
+        loop.last_metrics = metrics

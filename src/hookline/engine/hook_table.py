@@ -224,11 +224,11 @@ class HookTable:
             if not entries:
                 continue
             if markdown:
-                hooks = ", ".join(f"`{type(e.hook).__name__}` {self._priority_name(e.priority, True)}"
+                hooks = ", ".join(f"`{_label(e.hook)}` {self._priority_name(e.priority, True)}"
                                   for e in entries)
                 lines.append(f"| `{stage}` | {hooks} |")
             else:
-                hooks = ", ".join(f"{type(e.hook).__name__}({self._priority_name(e.priority)})"
+                hooks = ", ".join(f"{_label(e.hook)}({self._priority_name(e.priority)})"
                                   for e in entries)
                 lines.append(f"{stage:<{width}}  {hooks}")
         return "\n".join(lines)
@@ -240,6 +240,13 @@ class HookTable:
         except ValueError:
             return str(level)
         return f"{name} ({level})" if with_value else name
+
+
+def _label(hook: Any) -> str:
+    """A hook's name in the table: its class's, or the ``table_label`` a hook that runs
+    someone else's object gives (``KerasCallbackHook[EarlyStopping]``)."""
+    label = getattr(hook, "table_label", None)
+    return label if isinstance(label, str) else type(hook).__name__
 
 
 class HookTiming(NamedTuple):

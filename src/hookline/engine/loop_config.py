@@ -52,6 +52,8 @@ def train_loop_config(train_loop: str | Mapping[str, Any] | None, *, max_epochs:
             raise ConfigError(f"{key} is {value!r} for the Runner and {cfg[key]!r} in train_loop: "
                               "give it once")
         cfg[key] = value
+    if "by_epoch" in cfg:
+        _pick_by_epoch(cfg)
     if "max_epochs" in cfg and "max_iters" in cfg:
         raise ConfigError("give max_epochs or max_iters, not both")
     if "max_epochs" not in cfg and "max_iters" not in cfg:
@@ -59,3 +61,22 @@ def train_loop_config(train_loop: str | Mapping[str, Any] | None, *, max_epochs:
     if cfg.get("type") is None:
         cfg["type"] = "EpochBasedTrainLoop" if "max_epochs" in cfg else "IterBasedTrainLoop"
     return cfg
+
+
+def _pick_by_epoch(cfg: dict[str, Any]) -> None:
+    """MMEngine's ``train_cfg=dict(by_epoch=True, max_epochs=12)``: ``by_epoch`` picks the
+    loop type (when the config names none, as MMEngine's Runner reads it) and is taken out."""
+    by_epoch = cfg.pop("by_epoch")
+    if not isinstance(by_epoch, bool):
+        raise ConfigError(f"train_loop.by_epoch must be true or false, got {by_epoch!r}")
+    kind = "EpochBasedTrainLoop" if by_epoch else "IterBasedTrainLoop"
+    if cfg.get("type") is not None and cfg["type"] != kind:
+        raise ConfigError(f"train_loop.by_epoch={by_epoch} picks {kind} (MMEngine's train_cfg "
+                          f"without a type), and the config names {cfg['type']!r}: drop one")
+    length = "max_epochs" if by_epoch else "max_iters"
+    other = "max_iters" if by_epoch else "max_epochs"
+    if other in cfg and length not in cfg:
+        raise ConfigError(f"train_loop.by_epoch={by_epoch} counts the run in {length}, and "
+                          f"it gives {other}={cfg[other]!r}: give {length}, or by_epoch="
+                          f"{not by_epoch}")
+    cfg["type"] = cfg.get("type") or kind

@@ -84,7 +84,9 @@ class EpochBasedTrainLoop(TrainLoop):
         self._say_if_done()
         self._validate_pending()
         while self.epoch < self._max_epochs and not self.stop_training:
-            if not self.run_epoch():
+            epoch = self.epoch
+            finished = self.run_epoch()  # an override written for MMEngine returns None
+            if finished is False or (finished is None and self.epoch == epoch):
                 break  # stopped mid-epoch
             runner.check_stop()  # a signal during the epoch-end stages stops before validation
             if self.val_due_after_epoch(self.epoch):
@@ -103,6 +105,11 @@ class EpochBasedTrainLoop(TrainLoop):
         if start:
             self.runner.logger.info("train() again: continuing %s", describe_position(
                 self.epoch, start, self.iter))
+
+    def run_iter(self, idx: int, data_batch: Any) -> None:
+        """Iteration ``idx`` of the epoch (MMEngine's signature, for subclasses to override):
+        :meth:`~.train_loop.TrainLoop.run_iteration`."""
+        self.run_iteration(idx, data_batch, idx)
 
     def run_epoch(self) -> bool:
         """One pass (the rest of it, after a resume), then the epoch-end stages; False when
@@ -127,7 +134,7 @@ class EpochBasedTrainLoop(TrainLoop):
                 self._sized_pass_length = length
                 try:
                     for batch_idx, data_batch in enumerate(iterator, start):
-                        self.run_iter(batch_idx, data_batch, batch_idx)
+                        self.run_iter(batch_idx, data_batch)
                         if runner.check_stop(after_iteration=True):
                             break
                 finally:
@@ -171,7 +178,7 @@ class EpochBasedTrainLoop(TrainLoop):
             for batch_idx, data_batch in data:
                 if data.exhausted:  # the last, maybe shorter, accumulation group steps here
                     self._count_updates(batch_idx, batch_idx + 1)
-                self.run_iter(batch_idx, data_batch, batch_idx)
+                self.run_iter(batch_idx, data_batch)
                 if self.runner.check_stop(after_iteration=True):
                     break
             if data.exhausted:
@@ -200,6 +207,7 @@ class IterBasedTrainLoop(TrainLoop):
         # and of the pass that starts next once one ended
         self._sized_origin: tuple[int, int] | None = None
         self._sized_next: tuple[int, int] | None = None
+        self._position = 0  # the running iteration's batch in its pass over the data
 
     @property
     def max_iters(self) -> int:
@@ -219,6 +227,11 @@ class IterBasedTrainLoop(TrainLoop):
 
     def _val_follows_iter(self) -> bool:
         return self._val_due(self.iter + 1, self._max_iters)
+
+    def run_iter(self, data_batch: Any) -> None:
+        """The next iteration (MMEngine's signature, for subclasses to override):
+        :meth:`~.train_loop.TrainLoop.run_iteration` at ``iter``."""
+        self.run_iteration(self.iter, data_batch, self._position)
 
     def run(self) -> torch.nn.Module:
         runner = self.runner
@@ -243,7 +256,8 @@ class IterBasedTrainLoop(TrainLoop):
             else:
                 batches = self._sized_pass(loader, length)
             for position, data_batch in batches:
-                self.run_iter(self.iter, data_batch, position)
+                self._position = position
+                self.run_iter(data_batch)
                 validated = self.val_due_after_iter(self.iter)
                 if validated:
                     self._validate()

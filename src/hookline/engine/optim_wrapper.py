@@ -163,7 +163,7 @@ class OptimWrapper:
             :meth:`update_params`, averaging the loss over the group; the
             last, shorter group of a count span (an epoch in epoch-based
             runs, the run in iteration-based ones) is averaged over its own size.
-        clip_grad: see :func:`check_clip_grad`; the total gradient norm (before
+        clip_grad: see :func:`check_clip_grad`; by norm, the total gradient norm (before
             clipping) goes to ``message_hub`` as ``train/grad_norm`` when the
             Runner has set :attr:`message_hub`. Only parameters with
             ``requires_grad`` are clipped and counted (MMEngine's rule): a
@@ -267,16 +267,17 @@ class OptimWrapper:
         self.before_zero_grad.emit()
         self.optimizer.zero_grad(**kwargs)
 
-    def _clip(self) -> torch.Tensor:
+    def _clip(self) -> torch.Tensor | None:
+        """Clip the gradients; by norm, also the total norm before clipping (into the message
+        hub as ``train/grad_norm``, as MMEngine's); by value, nothing to report (None)."""
         assert self.clip_grad is not None
         params = [p for group in self.optimizer.param_groups for p in group["params"]
                   if p.requires_grad and p.grad is not None]
         args = {k: v for k, v in self.clip_grad.items() if k != "type"}
-        if self.clip_grad["type"] == "norm":
-            norm = torch.nn.utils.clip_grad_norm_(params, **args)
-        else:
-            norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+        if self.clip_grad["type"] != "norm":
             torch.nn.utils.clip_grad_value_(params, args["clip_value"])
+            return None
+        norm = torch.nn.utils.clip_grad_norm_(params, **args)
         if self.message_hub is not None:
             self.message_hub.update("train/grad_norm", norm)
         return norm

@@ -280,8 +280,11 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
                                 val_interval=val_interval)
         if train is None or cfg is None:
             return
-        if cfg["type"] == "IterBasedTrainLoop" and "val_interval" not in cfg:
-            cfg["val_interval"] = loader_length(train) or 1000  # one pass (or MMEngine's 1000)
+        named = isinstance(train_loop, str) or (isinstance(train_loop, Mapping)
+                                                 and train_loop.get("type") is not None)
+        if cfg["type"] == "IterBasedTrainLoop" and "val_interval" not in cfg and not named:
+            # one pass (a loop config that names IterBasedTrainLoop keeps MMEngine's 1000)
+            cfg["val_interval"] = loader_length(train) or 1000
         self.train_loop = LOOPS.build(cfg, runner=self, dataloader=train)
         if self.train_loop.by_epoch:
             check_epochs_end(train)  # an InfiniteSampler: the first epoch would never end
@@ -357,6 +360,18 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
         if step is None:
             step = self._eval_steps[mode] = make_step(self.model, self.loss_fn, mode)
         return step(batch, batch_idx)
+
+    @classmethod
+    def from_cfg(cls, cfg: Any) -> Runner:  # noqa: ARG003  (MMEngine's name, refused)
+        """MMEngine's ``Runner.from_cfg(cfg)``: hookline's Runner takes its arguments directly
+        (a ``ConfigError`` says how); ``hookline.app.build_runner(cfg)`` builds one from a
+        hookline config (docs/cli.md, docs/porting.md for MMEngine's keys)."""
+        raise ConfigError(
+            "Runner.from_cfg is MMEngine's: hookline's Runner takes the config's entries as "
+            "its arguments, Runner(**cfg) (MMEngine's keys train_cfg, val_evaluator, "
+            "custom_hooks ... each get an error naming hookline's), or build it from a config "
+            "file or dict with hookline.app.build_runner(cfg) (what `hookline train CONFIG` "
+            "does; docs/cli.md)")
 
     def __repr__(self) -> str:
         length = f"max_epochs={self.max_epochs}" if self.by_epoch else f"max_iters={self.max_iters}"

@@ -24,6 +24,7 @@ from hookline.core import HookHandle
 
 from .closure_hook import ClosureHook
 from .default_hooks import default_hook_specs, duplicated_default
+from .eval_loop import record_metrics
 from .hook import Hook
 from .hook_adapters import adapt_hook
 from .hook_table import HookProfile, HookTable
@@ -33,6 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .runner import Runner
 
 __all__ = ["RunnerHooks"]
+
+#: the stages whose ``metrics`` the message hub records first, and their mode
+_METRIC_STAGES = {"after_val_epoch": "val", "after_test_epoch": "test"}
 
 
 class RunnerHooks:
@@ -54,7 +58,8 @@ class RunnerHooks:
         (:mod:`hookline.engine.hook_adapters`, docs/bridges.md).
 
         Priority comes from the argument, then the config's ``priority``, then
-        the class; equal priorities keep registration order, defaults first.
+        the class; equal priorities keep registration order, defaults first. A priority
+        given here is set on the hook too (``hook.priority``), as MMEngine does.
         """
         instance: Hook  # HookTable.add refuses what is not a Hook
         if isinstance(hook, Mapping):
@@ -74,8 +79,14 @@ class RunnerHooks:
                 "checkpoints or two log lines each time); pass default_hooks={%r: None} to "
                 "keep only yours, or configure the default one with default_hooks={%r: {...}}",
                 type(instance).__name__, twin, twin, twin)
-        return self.hooks.add(instance, priority, is_default=_default_key is not None,
-                              key=_default_key)
+        handle = self.hooks.add(instance, priority, is_default=_default_key is not None,
+                                key=_default_key)
+        if priority is not None:  # MMEngine's register_hook sets it on the hook too
+            try:
+                instance.priority = priority
+            except AttributeError:  # a read-only priority (a property): ordered all the same
+                pass
+        return handle
 
     def hook_table(self) -> str:
         """The stage-by-hook call order, as text."""
@@ -87,8 +98,13 @@ class RunnerHooks:
         return self.hooks.profile_report()
 
     def call_hook(self, stage: str, **kwargs: Any) -> None:
-        """Call ``stage`` on the hooks that override it (MMEngine's name)."""
-        self.hooks.call(cast("Runner", self), stage, **kwargs)
+        """Call ``stage`` on the hooks that override it (MMEngine's name). Metrics a loop of
+        one's own passes to ``after_val_epoch`` / ``after_test_epoch`` reach the message hub
+        first (:func:`~.eval_loop.record_metrics`), as MMEngine's RuntimeInfoHook puts them."""
+        runner = cast("Runner", self)
+        if stage in _METRIC_STAGES and isinstance(kwargs.get("metrics"), dict):
+            record_metrics(runner, _METRIC_STAGES[stage], kwargs["metrics"])
+        self.hooks.call(runner, stage, **kwargs)
 
     @overload
     def on(self, stage: str, fn: Callable[..., Any], *, priority: Any = None, every: int = 1,

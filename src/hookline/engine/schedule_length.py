@@ -13,6 +13,9 @@ CosineAnnealingLR   ``T_max``        left out, or ``run``
 OneCycleLR          ``total_steps``  left out (with no ``epochs``), or ``run``
 LinearLR            ``total_iters``  ``run`` (left out, it keeps torch's default, 5)
 PolynomialLR        ``total_iters``  ``run`` (left out, it keeps torch's default, 5)
+a class's own       its              left out, or ``run`` (MMEngine's schedulers: ``end``,
+``run_length_key``  ``run_length_    in epochs or iterations, as MMEngine's Runner sets it)
+                    key``
 ==================  ===============  =====================================================
 
 "The run's length" counts scheduler steps: epochs for a ``by_epoch``
@@ -89,9 +92,17 @@ class SchedulerSteps:
 
     per_epoch: int | None
     per_iter: int | None
+    #: the run's iterations (None: unknown, or not measured): what a scheduler that steps
+    #: after every iteration, accumulated or not (MMEngine's), gets per iteration
+    iterations: int | None = None
 
-    def of(self, by_epoch: bool) -> int | None:
-        return self.per_epoch if by_epoch else self.per_iter
+    def of(self, by_epoch: bool, every_iteration: bool = False) -> int | None:
+        """The steps a scheduler gets in the run (``every_iteration``: its class steps after
+        every iteration, not once per optimizer step)."""
+        if by_epoch:
+            return self.per_epoch
+        return self.iterations if every_iteration and self.iterations is not None \
+            else self.per_iter
 
     @classmethod
     def of_run(cls, train_loop: Any, optim_wrapper: Any) -> SchedulerSteps | None:
@@ -103,9 +114,10 @@ class SchedulerSteps:
         counts = _accumulation(optim_wrapper)
         if train_loop.by_epoch:
             return cls(train_loop.max_epochs, None if epoch_length is None else
-                       train_loop.max_epochs * _updates(epoch_length, counts))
+                       train_loop.max_epochs * _updates(epoch_length, counts),
+                       None if epoch_length is None else train_loop.max_epochs * epoch_length)
         return cls(None if epoch_length is None else train_loop.max_iters // epoch_length,
-                   _updates(train_loop.max_iters, counts))
+                   _updates(train_loop.max_iters, counts), train_loop.max_iters)
 
 
 def _accumulation(optim_wrapper: Any) -> list[int]:
@@ -136,7 +148,9 @@ def fill_run_lengths(spec: Any, steps: SchedulerSteps | None, where: str = "para
     if not isinstance(spec, Mapping):
         return spec
     by_epoch = spec.get("by_epoch", True)
-    total = None if steps is None else steps.of(by_epoch if isinstance(by_epoch, bool) else True)
+    every_iteration = bool(getattr(_target(spec.get("type")), "steps_every_iteration", False))
+    total = None if steps is None else steps.of(
+        by_epoch if isinstance(by_epoch, bool) else True, every_iteration)
     return _fill(spec, total, where, by_epoch is not False, steps is not None and total is None)
 
 
@@ -154,7 +168,11 @@ def _fill(cfg: Mapping[str, Any], total: int | None, where: str, by_epoch: bool,
     if follows and key is not None and unknown:
         raise ConfigError(f"{where}.{key} follows the run, but " + _unknown(by_epoch, key))
     if follows and key is not None:
-        out[key] = _PLACEHOLDER if total is None else _positive(total, where, key, target, by_epoch)
+        if total is None:  # no run to measure: after the scheduler's begin, if it has one
+            begin = out.get("begin", 0)
+            out[key] = _PLACEHOLDER + (begin if isinstance(begin, int) and begin > 0 else 0)
+        else:
+            out[key] = _positive(total, where, key, target, by_epoch)
     children = out.get("schedulers")
     if isinstance(children, list):
         spans = _spans(target, out.get("milestones"), total, len(children))
@@ -172,10 +190,15 @@ def _target(kind: Any) -> Any:
 
 
 def _length_key(target: Any) -> tuple[str | None, bool]:
+    """The argument of ``target`` that, left out (or ``"run"``), is the run's length, and
+    whether leaving it out means that: :data:`RUN_LENGTH_KEYS` for torch's schedulers; a
+    class's own ``run_length_key`` (MMEngine's schedulers: ``end``, left out = the end of the
+    run, in epochs or iterations by its ``by_epoch``, as MMEngine's Runner fills it in)."""
     for cls, entry in RUN_LENGTH_KEYS.items():
         if isinstance(target, type) and issubclass(target, cls):
             return entry
-    return None, False
+    own = getattr(target, "run_length_key", None) if isinstance(target, type) else None
+    return (own, True) if isinstance(own, str) else (None, False)
 
 
 def _name(target: Any, kind: Any) -> str:

@@ -110,8 +110,10 @@ class TrainLoop(BaseLoop):
         return False
 
     # -- one iteration ------------------------------------------------------------------------
-    def run_iter(self, batch_idx: int, data_batch: Any, batch_in_epoch: int) -> None:
-        """Hooks, the model's step and the optimizer update, hooks; then count the iteration."""
+    def run_iteration(self, batch_idx: int, data_batch: Any, batch_in_epoch: int) -> None:
+        """Hooks, the model's step and the optimizer update, hooks; then count the iteration
+        (``batch_in_epoch``: its position in the pass over the data). The loops call it through
+        MMEngine's ``run_iter``, which a subclass may override."""
         runner = self.runner
         hooks = runner.hooks
         stages = hooks.stages

@@ -59,16 +59,29 @@ class _KerasAdapter:
 
 
 class _LightningAdapter:
-    """``lightning.pytorch.Callback`` instances -> ``LightningCallbackHook``."""
+    """``lightning.pytorch.Callback`` instances -> ``LightningCallbackHook``; a
+    ``LightningModule`` given as a hook is refused (:func:`misplaced_module`)."""
 
     name = "lightning"
 
     def matches(self, obj: object) -> bool:
-        return is_lightning_callback(obj)
+        return is_lightning_callback(obj) or is_lightning_module(obj)
 
     def wrap(self, obj: Any, runner: Runner) -> Hook:
+        if is_lightning_module(obj):
+            raise ConfigError(misplaced_module(obj))
         from .lightning_runner import LightningCallbackHook  # noqa: PLC0415  (loaded when needed)
         return LightningCallbackHook(obj, runner)
+
+
+def misplaced_module(module: Any) -> str:
+    """What a Runner says of a ``LightningModule`` given as a hook: it is the model (its own
+    hook methods, ``on_train_epoch_end`` ..., run from there)."""
+    name = type(module).__name__
+    return (f"a LightningModule ({name}) is not a hook: pass it as the Runner's model, "
+            f"Runner(model={name}(...), train_dataloader=..., ...), not in hooks=[...]; its own "
+            "hook methods (on_train_epoch_end ...) then run where Trainer.fit runs them "
+            "(docs/bridges.md)")
 
 
 class _LightningModuleAdapter:

@@ -56,9 +56,10 @@ def is_keras_callback(obj: Any) -> bool:
 
 
 def looks_like_keras(obj: Any) -> bool:
-    """A Keras callback, or any other object (not a Lightning callback) with a Keras method."""
+    """A Keras callback, or any other object with a Keras method that is neither a Lightning
+    callback nor a ``LightningModule`` (whose hook methods share Keras's names)."""
     if is_keras_callback(obj):
         return True
-    if is_lightning_callback(obj):
+    if is_lightning_callback(obj) or is_lightning_module(obj):
         return False
     return any(callable(getattr(obj, name, None)) for name in KERAS_METHODS)

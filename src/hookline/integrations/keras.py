@@ -196,6 +196,11 @@ class KerasCallbackHook(Hook):
     def __repr__(self) -> str:
         return f"KerasCallbackHook({type(self.callback).__name__})"
 
+    @property
+    def table_label(self) -> str:
+        """How ``runner.hook_table()`` names it: with the callback it runs."""
+        return f"KerasCallbackHook[{type(self.callback).__name__}]"
+
     def _call(self, name: str, *args: Any) -> None:
         method = self._calls.get(name)
         if method is not None:

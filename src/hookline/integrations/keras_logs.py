@@ -39,8 +39,9 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -50,6 +51,7 @@ from hookline.engine.hook import Hook
 from hookline.engine.metric_names import VAL_PREFIXES, prefixed
 from hookline.hooks.keras_values import Logs, RunningMeans, batch_size
 
+from ._cut_epoch import validate_cut_epoch
 from .keras_history import HistoryHook
 from .keras_model import KerasModel, fit_params
 
@@ -346,15 +348,23 @@ class KerasLogBook(Hook):
             if last is None or runner.iter >= last or loop.val_due_after_iter(runner.iter) \
                     or not loop.val_due_after_iter(last):
                 return False
+        validate_cut_epoch(runner)  # with the Lightning trainer facade's, when the run has one
+        return True
+
+    @contextlib.contextmanager
+    def cut_epoch_validation(self, runner: Runner) -> Iterator[None]:
+        """The validation starting now is that of the epoch ``stop_training`` cut short
+        (:func:`~._cut_epoch.validate_cut_epoch`, whichever bridge runs it): that epoch is
+        reported with it, as ``fit`` reports it, before ``on_train_end``."""
+        if not self.training:
+            yield
+            return
+        if self._train.count:  # the cut epoch's batches, not summed up yet
+            self._finish_train_epoch(runner)
         self.pending_val = True
-        if runner.by_epoch:  # logged and saved as the validation of that epoch
-            with runner.state.counting_current("epoch"):
-                val_loop.run()
-        else:
-            val_loop.run()
+        yield
         if self.pending_val:  # a validation without after_val_epoch: report what there is
             self._publish()
-        return True
 
     def _add_val(self, metrics: Mapping[str, Any] | None) -> None:
         for key, value in (metrics or {}).items():

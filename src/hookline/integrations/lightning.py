@@ -53,14 +53,42 @@ try:
 except ModuleNotFoundError as exc:  # one error saying what to install
     raise_missing(exc, "hookline.integrations.lightning")
 
-from hookline.core import HookHandle
+from hookline.core import ConfigError, HookHandle
 from hookline.engine.hook import Hook
 from hookline.engine.hook_table import HookTable
+from hookline.engine.registries import HOOKS
 
+from ._detect import is_lightning_callback, is_lightning_module, looks_like_keras
 from .lightning_facade import LightningRunner
 
 __all__ = ["ActivationStatsCallback", "FeatureExtractorCallback",  # noqa: F822  (__getattr__)
            "GradientMonitorCallback", "HookCallback"]
+
+
+_TAKES = "HookCallback takes hookline Hooks (instances, or {'type': ...} config dicts)"
+_LIGHTNING_CALLBACK = ("a Lightning callback goes straight into the Trainer, next to the "
+                       "HookCallback: Trainer(callbacks=[HookCallback(...), callback])")
+_KERAS_CALLBACK = ("Keras callbacks cannot run inside a Lightning Trainer (they need Keras's fit "
+                   "loop and its logs): run them in a hookline Runner, Runner(..., "
+                   "hooks=[callback]) (docs/bridges.md), or use Lightning's own callback")
+
+
+def not_a_hook(obj: Any) -> str:
+    """What ``HookCallback`` says of an object it cannot run, and where that object goes."""
+    if isinstance(obj, type):
+        name = obj.__name__
+        if issubclass(obj, Hook):
+            return f"{_TAKES}; a class was given ({name}): pass an instance, {name}()"
+        return f"{_TAKES}, got the class {obj.__module__}.{name}"
+    name = type(obj).__name__
+    if is_lightning_callback(obj):
+        return f"{_TAKES}, got the Lightning callback {name}: {_LIGHTNING_CALLBACK}"
+    if is_lightning_module(obj):
+        return (f"{_TAKES}, got the LightningModule {name}: the Trainer trains it, "
+                "trainer.fit(module)")
+    if looks_like_keras(obj):
+        return f"{_TAKES}, got the Keras callback {name}: {_KERAS_CALLBACK}"
+    return (f"{_TAKES}, got {obj!r}; {_LIGHTNING_CALLBACK}; {_KERAS_CALLBACK}")
 
 
 def _outputs(outputs: Any) -> dict[str, Any] | None:
@@ -77,15 +105,24 @@ class HookCallback(pl.Callback):
         hooks: hookline :class:`~hookline.engine.hook.Hook` instances (``add`` takes more).
     """
 
-    def __init__(self, *hooks: Hook) -> None:
+    def __init__(self, *hooks: Hook | Mapping[str, Any]) -> None:
         super().__init__()
         self.table = HookTable()
         self.runner = LightningRunner(self.table)
         self._handles = [self.add(hook) for hook in hooks]
         self._epoch_open = False
 
-    def add(self, hook: Hook, priority: Any = None) -> HookHandle:
-        """Run ``hook`` too; returns its handle (``remove()`` takes it out)."""
+    def add(self, hook: Hook | Mapping[str, Any], priority: Any = None) -> HookHandle:
+        """Run ``hook`` (a hookline Hook, or a ``{"type": ...}`` config built from ``HOOKS``)
+        too; returns its handle (``remove()`` takes it out). A Keras or Lightning callback is
+        refused with a :class:`~hookline.core.ConfigError` saying where it goes."""
+        if isinstance(hook, Mapping):
+            cfg = dict(hook)
+            cfg_priority = cfg.pop("priority", None)
+            priority = priority if priority is not None else cfg_priority
+            hook = HOOKS.build(cfg)
+        if not isinstance(hook, Hook):
+            raise ConfigError(not_a_hook(hook))
         return self.table.add(hook, priority)
 
     @property

@@ -101,6 +101,7 @@ class LightningCalls(Hook):
         self._stage_name: str | None = None  # the setup() stage of the current run
         self._epoch_open = False  # a training epoch started whose on_train_epoch_end is due
         self._epoch_after_val = False  # ... and it waits for the epoch's validation
+        self._cut = False  # ... and should_stop cut it short (counted once it has ended)
 
     def __repr__(self) -> str:
         return f"LightningCalls({len(self.callbacks)} callback(s), module={self.module is not None})"
@@ -178,7 +179,7 @@ class LightningCalls(Hook):
         self._listen(runner.optim_wrapper)
 
     def before_train_epoch(self, runner: Runner) -> None:
-        self._epoch_open, self._epoch_after_val = True, False
+        self._epoch_open, self._epoch_after_val, self._cut = True, False, False
         if not resumed_mid_epoch(runner):  # Lightning skips it for an epoch it resumes
             self._all("on_train_epoch_start")
 
@@ -200,20 +201,29 @@ class LightningCalls(Hook):
         else:
             self._end_epoch()
 
+    def end_epoch_after_cut_validation(self) -> None:
+        """The validation starting now is that of the epoch ``should_stop`` cut short: its
+        ``on_train_epoch_end`` follows that validation, as in Lightning (before the
+        ``after_train`` stage's other hooks: a Keras callback's ``on_train_end``)."""
+        if self._epoch_open:
+            self._epoch_after_val = self._cut = True
+
     def _end_epoch(self) -> None:
         if self._epoch_open:
+            cut, self._cut = self._cut, False
             self._epoch_open = self._epoch_after_val = False
             if self.trainer is not None and self.trainer.log_hook is not None:
                 self.trainer.log_hook.release_epoch_values()  # Lightning's appear now
             self._callbacks("on_train_epoch_end", monitoring=False)
             self._module("on_train_epoch_end")
             self._callbacks("on_train_epoch_end", monitoring=True)
+            if cut and self.trainer is not None:
+                self.trainer.count_cut_epoch()  # on_train_end sees it counted, as in Lightning
 
     def after_train(self, runner: Runner) -> None:
-        cut = self._epoch_open and runner.by_epoch
+        if self._epoch_open and runner.by_epoch:
+            self._cut = True
         self._end_epoch()  # an epoch cut by should_stop still ends, as in Lightning
-        if cut and self.trainer is not None:
-            self.trainer.count_cut_epoch()  # on_train_end sees it counted, as in Lightning
         self._all("on_train_end")
         self._all("on_fit_end")
         self._unlisten()
@@ -314,6 +324,7 @@ class LightningCalls(Hook):
         self._unlisten()
         # the run failed: no teardown (as in Lightning), the next run starts over
         self._stage_name, self._epoch_open, self._epoch_after_val = None, False, False
+        self._cut = False
         if self.trainer is not None:
             self.trainer.interrupted = True  # Lightning's status INTERRUPTED, for any failure
         self._callbacks("on_exception", lightning_exception(exception))

@@ -65,6 +65,7 @@ from hookline.engine.hook import Hook
 from hookline.engine.metric_names import prefixed
 from hookline.engine.schedulers_per_optimizer import scheduler_pairs
 
+from ._cut_epoch import validate_cut_epoch
 from .lightning_calls import OPTIMIZER_METHODS, LightningCalls
 from .lightning_support import RunLogger, State, Strategy, make_module
 from .lightning_trainer_attrs import FitLoop, TrainerAttributes
@@ -119,6 +120,8 @@ class LightningTrainer(TrainerAttributes, Hook):
         self.fit_loop = self._logger_connector = FitLoop(self)
         self._finishing: int | None = None  # the epoch whose end (validation ...) is under way
         self._epoch_first_iter: int | None = None  # runner.iter at the open epoch's start
+        self._open_epoch: int | None = None  # runner.epoch of the last epoch started
+        self._cut_counted = False  # current_epoch counts the epoch should_stop cut short
         self._epoch_batches: int | float = math.inf  # training batches per epoch (pass)
         #: Lightning's: whether the training batch in progress is its epoch's last
         self.is_last_batch = False
@@ -369,10 +372,12 @@ class LightningTrainer(TrainerAttributes, Hook):
         if self._steps is None:  # a fresh run (0), or a checkpoint without the count
             self._steps = self._derived_steps()
         self._finishing = None
+        self._open_epoch, self._cut_counted = None, False
         self._epoch_batches = _batches(runner.train_dataloader)
 
     def before_train_epoch(self, runner: Runner) -> None:
         self._finishing = None
+        self._open_epoch, self._cut_counted = int(runner.epoch), False
         self.is_last_batch = False
         self.batch_idx = -1
         self._epoch_first_iter = runner.iter  # None once the epoch has ended
@@ -391,9 +396,20 @@ class LightningTrainer(TrainerAttributes, Hook):
                 or val_loop.ran_at_iter == runner.iter \
                 or not loop.val_due_after_epoch(runner.epoch + 1):
             return
-        self._finishing = int(runner.epoch)  # the epoch in progress, as in its validation
-        with runner.state.counting_current("epoch"):  # logged and saved as that epoch's
-            val_loop.run()
+        validate_cut_epoch(runner)  # with the Keras log book's, when the run has one
+
+    @contextlib.contextmanager
+    def cut_epoch_validation(self, runner: Runner) -> Iterator[None]:
+        """The validation starting now is that of the epoch ``should_stop`` cut short
+        (:func:`~._cut_epoch.validate_cut_epoch`, whichever bridge runs it): ``current_epoch``
+        reads that epoch during it, as in Lightning, and its ``on_train_epoch_end`` follows it
+        (from there on ``current_epoch`` counts it)."""
+        if runner.by_epoch and self._epoch_first_iter is not None:
+            self._finishing = int(runner.epoch)  # the epoch in progress, as in its validation
+            calls = vars(self).get("calls")  # the run's LightningCalls
+            if calls is not None:
+                calls.end_epoch_after_cut_validation()
+        yield
 
     def before_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None) -> None:
         self.is_last_batch = batch_idx + 1 >= self._epoch_batches
@@ -428,12 +444,15 @@ class LightningTrainer(TrainerAttributes, Hook):
     def after_train(self, runner: Runner) -> None:
         self._validate_cut_epoch(runner)  # first of the run's after_train hooks (HIGHEST)
         self._epoch_first_iter = None
-        self._finishing = None  # still training: on_train_end ... teardown, as in Lightning
+        if not self._cut_counted:  # else on_train_end sees the cut epoch counted
+            self._finishing = None  # still training: on_train_end ... teardown, as in Lightning
 
     def count_cut_epoch(self) -> None:
         """The epoch ``should_stop`` cut short has had its ``on_train_epoch_end``: from here on
         ``current_epoch`` counts it, as Lightning's does (``on_train_end`` sees it counted)."""
-        self._finishing = int(self.runner.epoch) + 1
+        epoch = self._open_epoch if self._open_epoch is not None else int(self.runner.epoch)
+        self._finishing = epoch + 1  # (runner.epoch may count it already: in its validation)
+        self._cut_counted = True
 
     def _metrics(self, prefix: str, metrics: Mapping[str, Any] | None) -> None:
         for key, value in (metrics or {}).items():

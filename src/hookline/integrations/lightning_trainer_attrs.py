@@ -168,7 +168,7 @@ class TrainerAttributes:
 
 
 _HOOK_NAMES = frozenset(dir(Hook)) | {"offers", "calls", "module_metrics", "count_cut_epoch", "of",
-                                        "resumed"}
+                                        "resumed", "cut_epoch_validation"}
 
 
 class FitLoop:
