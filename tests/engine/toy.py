@@ -3,7 +3,8 @@
 As a script: ``python toy.py WORK_DIR [--resume auto] [--sleep S] [--out FILE] [--keep N]
 [--fault STAGE@ITER[:SIGNAL]] [--kill-before-delete]`` trains with a checkpoint every 3
 iterations and writes the final model and optimizer state to ``FILE``; ``--fault``
-signals the process itself at an exact point (:class:`FaultAt`), ``--kill-before-delete``
+signals the process itself at an exact point (:class:`FaultAt`; ``--signal-in-final-wait
+SIGNAL`` while ``train()`` waits for the last checkpoint's write), ``--kill-before-delete``
 SIGKILLs it right after the first checkpoint that keep-N deletes an older one for.
 """
 
@@ -144,6 +145,7 @@ def main() -> None:
     parser.add_argument("--keep", type=int, default=-1)
     parser.add_argument("--fault", default=None, metavar="STAGE@ITER[:SIGNAL]")
     parser.add_argument("--kill-before-delete", action="store_true")
+    parser.add_argument("--signal-in-final-wait", default=None, metavar="SIGNAL")
     args = parser.parse_args()
     torch.set_num_threads(1)
     hooks = [Sleep(args.sleep)] if args.sleep else []
@@ -159,6 +161,18 @@ def main() -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
         runner.remove_checkpoint = kill
+    if args.signal_in_final_wait:  # the signal arrives while train() waits for the last write
+        writer, flush = runner.checkpoint_writer, runner.checkpoint_writer.flush
+        armed = {"after_train": False, "fired": False}
+        runner.on("after_train", lambda: armed.update(after_train=True), priority="LOWEST")
+
+        def signalled_flush() -> None:
+            if armed["after_train"] and not armed["fired"]:
+                armed["fired"] = True
+                os.kill(os.getpid(), getattr(signal, args.signal_in_final_wait))
+            flush()
+
+        writer.flush = signalled_flush
     runner.train()
     if args.out:
         torch.save(final_state(runner), args.out)

@@ -316,6 +316,10 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
             log_run_header(self)  # the hook table goes to log.txt only
             self.model.train()
             self.train_loop.run()
+            # the last checkpoint's write ends while a signal still only asks to stop: one
+            # that came meanwhile stops the run as at any other point (a checkpoint, exit 143)
+            self.checkpoint_writer.flush()
+            self.check_stop()
         self._stop = None
         return self.model
 
