@@ -35,6 +35,7 @@ from .eval_loop import TestLoop, ValLoop
 from .loop_config import train_loop_config
 from .registries import LOOPS
 from .run_state import describe_position
+from .signals import stopping_for_signalled_workers
 from .train_loop import TrainLoop
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -133,10 +134,11 @@ class EpochBasedTrainLoop(TrainLoop):
                 iterator, _ = self._start_pass(loader, start)
                 self._sized_pass_length = length
                 try:
-                    for batch_idx, data_batch in enumerate(iterator, start):
-                        self.run_iter(batch_idx, data_batch)
-                        if runner.check_stop(after_iteration=True):
-                            break
+                    with stopping_for_signalled_workers(runner):
+                        for batch_idx, data_batch in enumerate(iterator, start):
+                            self.run_iter(batch_idx, data_batch)
+                            if runner.check_stop(after_iteration=True):
+                                break
                 finally:
                     self._sized_pass_length = None
         if self.stop_training and state.batch < length:
@@ -175,12 +177,13 @@ class EpochBasedTrainLoop(TrainLoop):
         data = self._pass = LookAheadPass(iterator, start, loader)
         self._count_updates(start, -1)  # group sizes as if the pass went on
         try:
-            for batch_idx, data_batch in data:
-                if data.exhausted:  # the last, maybe shorter, accumulation group steps here
-                    self._count_updates(batch_idx, batch_idx + 1)
-                self.run_iter(batch_idx, data_batch)
-                if self.runner.check_stop(after_iteration=True):
-                    break
+            with stopping_for_signalled_workers(self.runner):
+                for batch_idx, data_batch in data:
+                    if data.exhausted:  # the last, maybe shorter, accumulation group steps here
+                        self._count_updates(batch_idx, batch_idx + 1)
+                    self.run_iter(batch_idx, data_batch)
+                    if self.runner.check_stop(after_iteration=True):
+                        break
             if data.exhausted:
                 self._seen_length = data.fetched
         finally:
@@ -255,16 +258,17 @@ class IterBasedTrainLoop(TrainLoop):
                 batches: Iterator[tuple[int, Any]] = self._unsized_pass(loader)
             else:
                 batches = self._sized_pass(loader, length)
-            for position, data_batch in batches:
-                self._position = position
-                self.run_iter(data_batch)
-                validated = self.val_due_after_iter(self.iter)
-                if validated:
-                    self._validate()
-                # after a validation the ranks always agree (a safe point of its own)
-                if runner.check_stop(after_iteration=not validated) \
-                        or self.iter >= self._max_iters:
-                    break
+            with stopping_for_signalled_workers(runner):
+                for position, data_batch in batches:
+                    self._position = position
+                    self.run_iter(data_batch)
+                    validated = self.val_due_after_iter(self.iter)
+                    if validated:
+                        self._validate()
+                    # after a validation the ranks always agree (a safe point of its own)
+                    if runner.check_stop(after_iteration=not validated) \
+                            or self.iter >= self._max_iters:
+                        break
         runner.hooks.call(runner, "after_train_epoch")
         runner.hooks.call(runner, "after_train")
         runner.check_stop()  # a signal while training ended is not lost either

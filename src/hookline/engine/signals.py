@@ -16,10 +16,13 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -86,8 +89,15 @@ class StopRequest:
         self.signum: int | None = None
         self.work_dir = work_dir
         self._previous: dict[int, Any] = {}
+        self._pid = os.getpid()
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        if os.getpid() != self._pid:  # a forked DataLoader worker: the default behaviour
+            signal.signal(signum, signal.SIG_DFL)
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            os.kill(os.getpid(), signum)
+            return
         if self.signum is not None and signum == signal.SIGINT:
             _say(f"Ctrl-C again: stopping at once; no checkpoint saved for this stop; "
                  f"{last_checkpoint_note(self.work_dir)}")
@@ -100,6 +110,7 @@ class StopRequest:
                  "stopping; Ctrl-C again stops at once without saving")
 
     def __enter__(self) -> StopRequest:
+        self._pid = os.getpid()
         if threading.current_thread() is threading.main_thread():
             for signum in self.SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)
@@ -113,6 +124,27 @@ class StopRequest:
     @property
     def name(self) -> str:
         return signal.Signals(self.signum).name if self.signum else ""
+
+
+@contextlib.contextmanager
+def stopping_for_signalled_workers(runner: Runner) -> Iterator[None]:
+    """Around a pass over the training data: a signal sent to the whole process group (SLURM's
+    ``scancel``, ``kill -TERM -PGID``, Ctrl-C in a terminal) reaches the DataLoader's workers
+    too, and the pass fails ("DataLoader worker ... exited unexpectedly") before the loop's
+    next safe point. In one process, when such a signal came, that failure is the stop: a
+    checkpoint after the last finished iteration and :class:`TrainingInterrupted`, as at any
+    other point. (Under torchrun the ranks could not agree on it: the error stands.)"""
+    try:
+        yield
+    except RuntimeError as exc:
+        if "DataLoader worker" not in str(exc) or runner.world_size > 1:
+            raise
+        time.sleep(0.2)  # the main process's own handler runs in here if the signal is late
+        try:
+            runner.check_stop()
+        except TrainingInterrupted as stop:
+            raise stop from None
+        raise
 
 
 def _stop_checkpoint_hooks(runner: Runner) -> list[Any]:
