@@ -179,16 +179,21 @@ def test_a_run_folder_in_use_is_refused_naming_the_holder(project, capsys, monke
     assert main(["train", "run.yaml", "--work-dir", "out", "--no-curves"]) == 0
     [run_dir] = (project / "out").glob("2*")
     before = sorted(p.name for p in run_dir.iterdir())
-    lock = run_dirs.lock_run_dir(run_dir)  # another training process, as far as the command can tell
-    assert lock is not None
+    holder = subprocess.Popen(  # another training process holding the run folder
+        [sys.executable, "-c", "import sys, time; from hookline.app.run_dirs import "
+         "lock_run_dir; lock = lock_run_dir(sys.argv[1]); print('held', flush=True); "
+         "time.sleep(60)", str(run_dir)], stdout=subprocess.PIPE, text=True)
     try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         code = main(["train", "run.yaml", "--work-dir", "out", "--resume", "auto",
                      "--set", "max_epochs=2", "--no-curves"])
         message = _error_of(capsys)
     finally:
-        lock.release()
-    assert code == 2 and f"run folder 'out/{run_dir.name}' is in use by another hookline train" in message
-    assert "pid " in message
+        holder.kill()
+        holder.wait()
+    (run_dir / run_dirs.RUN_LOCK_FILE).unlink()  # what the killed holder left behind
+    assert code == 2 and f"folder 'out/{run_dir.name}' is in use by another hookline train" in message
+    assert f"pid {holder.pid} " in message
     assert sorted(p.name for p in run_dir.iterdir()) == before  # nothing written
     assert main(["train", "run.yaml", "--work-dir", "out", "--resume", "auto",
                  "--set", "max_epochs=2", "--no-curves"]) == 0  # free again

@@ -41,13 +41,12 @@ import contextlib
 import os
 import re
 import shutil
-import socket
 import time
 from pathlib import Path
 
-from hookline.core import ConfigError
 from hookline.engine.checkpoint import LATEST_FILENAME, atomic_write
 from hookline.engine.checkpoint.names import is_checkpoint_name
+from hookline.engine.folder_lock import LOCK_FILE, FolderLock, lock_folder
 
 __all__ = ["LAST_RUN_FILE", "RUN_LOCK_FILE", "RunLock", "discard_run_dir", "has_checkpoints",
            "is_run_dir_name", "last_run_with_checkpoints", "lock_run_dir", "new_run_dir",
@@ -55,7 +54,7 @@ __all__ = ["LAST_RUN_FILE", "RUN_LOCK_FILE", "RunLock", "discard_run_dir", "has_
            "write_last_run"]
 
 #: the file a training run holds locked in its folder (see :func:`lock_run_dir`)
-RUN_LOCK_FILE = "run.lock"
+RUN_LOCK_FILE = LOCK_FILE
 #: what building a Runner writes into its folder before training starts (and the lock)
 _BUILD_OUTPUTS = frozenset({"log.txt", "config.yaml", RUN_LOCK_FILE})
 
@@ -163,82 +162,31 @@ def restore_last_run(work_dir: str | Path, previous: Path | None) -> None:
         (work_dir / LAST_RUN_FILE).unlink(missing_ok=True)
 
 
-class RunLock:
-    """The lock :func:`lock_run_dir` took: ``release()`` removes the file and unlocks it."""
-
-    def __init__(self, path: Path, fd: int) -> None:
-        self.path = path
-        self._fd: int | None = fd
-
-    def release(self) -> None:
-        """Remove the lock file (while still holding it), then unlock; twice is harmless."""
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        with contextlib.suppress(OSError):
-            self.path.unlink()
-        os.close(fd)
+#: the lock :func:`lock_run_dir` takes (the engine's, shared with the Runner's ``train()``)
+RunLock = FolderLock
 
 
 def lock_run_dir(run_dir: str | Path) -> RunLock | None:
     """Lock ``run_dir`` for this process's training: ``<run_dir>/run.lock``, held with
-    ``fcntl.flock`` and naming this process. A :class:`ConfigError` naming the holder
-    when another live process holds it; None where file locks are not available.
+    ``fcntl.flock`` and naming this process (:func:`hookline.engine.folder_lock.lock_folder`).
+    A :class:`ConfigError` naming the holder when another live process holds it; None where
+    file locks are not available.
 
     Example::
 
-        >>> import tempfile
+        >>> import subprocess, sys, tempfile
         >>> folder = Path(tempfile.mkdtemp())
         >>> lock = lock_run_dir(folder)
-        >>> try:
-        ...     lock_run_dir(folder)
-        ... except ConfigError as exc:
-        ...     print("in use by another hookline train (pid" in str(exc))
+        >>> other = subprocess.run([sys.executable, "-c", "import sys; from hookline.app."
+        ...     "run_dirs import lock_run_dir; lock_run_dir(sys.argv[1])", str(folder)],
+        ...     capture_output=True, text=True)
+        >>> "in use by another hookline train" in other.stderr
         True
         >>> lock.release(); (folder / RUN_LOCK_FILE).exists()
         False
     """
-    try:
-        import fcntl  # noqa: PLC0415  (POSIX only)
-    except ImportError:  # pragma: no cover  (Windows: no lock)
-        return None
-    path = Path(run_dir) / RUN_LOCK_FILE
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder(fd)
-            os.close(fd)
-            raise ConfigError(
-                f"run folder {str(run_dir)!r} is in use by another hookline train ({holder}); "
-                "wait for it to end or stop it, or train a new run (without --resume)") from None
-        except OSError:  # a file system without locks: train unlocked, as before
-            os.close(fd)
-            return None
-        if _same_file(fd, path):  # not removed by a holder releasing it meanwhile
-            break
-        os.close(fd)
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    os.ftruncate(fd, 0)
-    os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {stamp}\n".encode())
-    return RunLock(path, fd)
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        return os.fstat(fd).st_ino == os.stat(path).st_ino
-    except OSError:
-        return False
-
-
-def _holder(fd: int) -> str:
-    """What the lock file says about its holder."""
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        text = os.pread(fd, 200, 0).decode("utf-8").strip()
-        if text:
-            return text
-    return "a process that has not written its name yet"
+    return lock_folder(run_dir, "wait for it to end or stop it, or train a new run (without "
+                                "--resume)")
 
 
 def last_run_with_checkpoints(work_dir: str | Path) -> Path | None:

@@ -61,6 +61,22 @@ MMENGINE_OPTIM: dict[str, str] = {
                              "AmpOptimWrapper",
 }
 
+_TORCHVISION = ("hookline loads local checkpoint files only: download the weights (torchvision's "
+                "own weights API) and give the file to load_checkpoint")
+
+#: MMEngine runner names hookline does not port -> what to use instead
+MMENGINE_RUNNER: dict[str, str] = {
+    "FlexibleRunner": "use Runner (hookline's; its own arguments, docs/engine.md)",
+    "LogProcessor": "hookline's LoggerHook writes the log lines (default_hooks={'logger': "
+                    "{'type': 'LoggerHook', 'interval': ...}}); runner.log_processor has "
+                    "LogProcessor's attributes",
+    "CheckpointLoader": "use load_checkpoint(model, filename) (local files; no URL schemes)",
+    "turn_on_activation_checkpointing": "wrap the submodules with torch.utils.checkpoint in "
+                                        "the model's own forward",
+    "get_torchvision_models": _TORCHVISION, "get_external_models": _TORCHVISION,
+    "get_mmcls_models": _TORCHVISION, "get_deprecated_model_names": _TORCHVISION,
+}
+
 #: modules of MMEngine and mmcv that are not hook API -> why, and what to do
 MODULES: dict[str, str] = {
     "mmengine.structures": "data structures (InstanceData, ...) belong to the task's code",

@@ -59,14 +59,20 @@ class DefaultOptimWrapperConstructor:
     builds ``optim_wrapper_cfg["optimizer"]`` over every parameter of ``model`` and wraps it in
     the config's wrapper type (``OptimWrapper`` by default).
 
-    ``paramwise_cfg`` (per-parameter learning rates and decay) is not supported: a non-empty
-    one is a :class:`ConfigError` (give the optimizer param groups yourself). A project's
+    ``paramwise_cfg`` (per-parameter learning rates and decay) is not supported by this class:
+    a non-empty one is a :class:`ConfigError` (give the optimizer param groups yourself). As in
+    MMEngine, ``optimizer_cfg`` (popped out of ``optim_wrapper_cfg``), ``base_lr``, ``base_wd``
+    and ``paramwise_cfg`` are attributes, and a non-empty ``paramwise_cfg`` builds the
+    optimizer over the groups ``add_params(params, model)`` appends: a subclass that overrides
+    ``add_params`` (mmdet's and mmpretrain's layer-decay constructors) takes one. A project's
     constructor (mmagic's ``MultiOptimWrapperConstructor``) may call this one per submodule.
 
     Example::
 
         >>> make = DefaultOptimWrapperConstructor({"optimizer": {"type": "SGD", "lr": 0.1},
         ...                                        "accumulative_counts": 2})
+        >>> make.base_lr, make.optim_wrapper_cfg
+        (0.1, {'accumulative_counts': 2})
         >>> make(torch.nn.Linear(2, 1))
         OptimWrapper(optimizer=SGD, accumulative_counts=2, clip_grad=None)
     """
@@ -77,14 +83,44 @@ class DefaultOptimWrapperConstructor:
             raise ConfigError("DefaultOptimWrapperConstructor needs an optim_wrapper config with "
                               "an 'optimizer', e.g. {'type': 'OptimWrapper', 'optimizer': "
                               f"{{'type': 'SGD', 'lr': 0.01}}}}, got {optim_wrapper_cfg!r}")
-        if paramwise_cfg:
-            raise ConfigError("DefaultOptimWrapperConstructor: MMEngine's paramwise_cfg is not "
-                              f"supported by hookline: {MMENGINE_OPTIONS['paramwise_cfg']}")
+        if paramwise_cfg is not None and not isinstance(paramwise_cfg, Mapping):
+            raise ConfigError(f"{type(self).__name__}: paramwise_cfg must be None or a dict, "
+                              f"got {paramwise_cfg!r}")
         self.optim_wrapper_cfg = dict(optim_wrapper_cfg)
-        self.paramwise_cfg: dict[str, Any] = {}
+        self.optimizer_cfg: Any = self.optim_wrapper_cfg.pop("optimizer")
+        self.paramwise_cfg: dict[str, Any] = dict(paramwise_cfg or {})
+        spec = self.optimizer_cfg if isinstance(self.optimizer_cfg, Mapping) else {}
+        self.base_lr: float | None = spec.get("lr")
+        self.base_wd: float | None = spec.get("weight_decay")
+        if self.paramwise_cfg and type(self).add_params is DefaultOptimWrapperConstructor.add_params:
+            self._refuse_paramwise_cfg()
+
+    def _refuse_paramwise_cfg(self) -> None:
+        raise ConfigError(f"{type(self).__name__}: MMEngine's paramwise_cfg is not supported by "
+                          f"hookline: {MMENGINE_OPTIONS['paramwise_cfg']} (or override "
+                          "add_params in a subclass)")
+
+    def add_params(self, params: list[dict[str, Any]], module: torch.nn.Module, prefix: str = "",
+                   is_dcn_module: int | float | None = None) -> None:
+        """Append ``module``'s parameters to ``params`` (one group each, as MMEngine's).
+        Without ``paramwise_cfg`` every group keeps the optimizer's settings; a subclass
+        overrides this to set per-group ones."""
+        del prefix, is_dcn_module  # MMEngine's signature: they select paramwise_cfg's rules
+        if self.paramwise_cfg:
+            self._refuse_paramwise_cfg()
+        params.extend({"params": [param]} for param in module.parameters())
 
     def __call__(self, model: torch.nn.Module) -> OptimWrapper:
-        return _build_wrapper(dict(self.optim_wrapper_cfg), unwrap_model(model), "optim_wrapper")
+        model = unwrap_model(model)
+        cfg = {**self.optim_wrapper_cfg, "optimizer": self.optimizer_cfg}
+        if not self.paramwise_cfg or isinstance(self.optimizer_cfg, torch.optim.Optimizer):
+            return _build_wrapper(cfg, model, "optim_wrapper")
+        params: list[dict[str, Any]] = []
+        self.add_params(params, model)
+        cfg.setdefault("type", "OptimWrapper")
+        optimizer = OPTIMIZERS.build(self.optimizer_cfg, params=params)
+        wrapper: OptimWrapper = OPTIM_WRAPPERS.build({**cfg, "optimizer": optimizer})
+        return wrapper
 
 
 def build_optim_wrapper(optimizer: Any, optim_wrapper: Any, model: torch.nn.Module

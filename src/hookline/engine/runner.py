@@ -311,7 +311,8 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
             raise ConfigError("train() needs an optimizer: pass optimizer= (e.g. {'type': 'SGD', "
                               "'lr': 0.01}) or optim_wrapper=, or give the model configure_optimizers()")
         self._check_optimizer_coverage()
-        with self._running("train"), StopRequest(self.work_dir) as self._stop:
+        with self._work_dir_locked(), self._running("train"), \
+                StopRequest(self.work_dir) as self._stop:
             self._load_or_resume(training=True)
             log_run_header(self)  # the hook table goes to log.txt only
             self.model.train()

@@ -27,6 +27,7 @@ from hookline.core import ConfigError
 
 from .base_loop import holding_runner
 from .checkpoint import CheckpointError, CheckpointWriter
+from .folder_lock import lock_folder
 from .hook_table import HookTable
 from .logs import close_logger, set_current_logger
 from .message_hub import MessageHub
@@ -52,6 +53,7 @@ class RunnerLifetime:
     checkpoint_writer: CheckpointWriter
     state: RunState
     work_dir: Path
+    rank: int
     running: str | None
     signal_sync_interval: int
     ddp_model: Any
@@ -64,6 +66,27 @@ class RunnerLifetime:
     _stop_group: Any
     _train_step: Callable[..., dict[str, Any]] | None
     _eval_steps: dict[str, Callable[..., Any]]
+
+    @contextlib.contextmanager
+    def _work_dir_locked(self) -> Iterator[None]:
+        """``work_dir/run.lock`` held while this process trains there (rank 0, which writes
+        the checkpoints): another process training into it is refused before anything is
+        written (:mod:`~hookline.engine.folder_lock`). A work_dir made for the lock and left
+        empty (a start that failed) is removed again."""
+        lock, made = None, False
+        if self.rank == 0:
+            made = not self.work_dir.exists()
+            self.work_dir.mkdir(parents=True, exist_ok=True)
+            lock = lock_folder(self.work_dir, "give this Runner another work_dir, or wait "
+                                              "for that run to end")
+        try:
+            yield
+        finally:
+            if lock is not None:
+                lock.release()
+            if made:
+                with contextlib.suppress(OSError):  # not empty: the run wrote its files
+                    self.work_dir.rmdir()
 
     @contextlib.contextmanager
     def _running(self, mode: str) -> Iterator[None]:

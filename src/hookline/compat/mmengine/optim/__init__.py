@@ -1,6 +1,6 @@
 """``mmengine.optim``: the optimizer wrappers (hookline's), their constructors and
 ``build_optim_wrapper`` (:mod:`.optimizer`), and MMEngine's parameter schedulers
-(:mod:`.scheduler`).
+(:mod:`.scheduler`), in packages laid out as MMEngine's.
 
 Example::
 

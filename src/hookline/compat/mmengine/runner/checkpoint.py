@@ -26,7 +26,13 @@ from typing import Any
 
 import torch
 
-from hookline.engine.checkpoint import CheckpointError, load_checkpoint_file, save_atomic
+from hookline.engine.checkpoint import (
+    CheckpointError,
+    load_checkpoint_file,
+    read_latest,
+    save_atomic,
+)
+from hookline.engine.checkpoint.atomic import LATEST_FILENAME
 
 from ..logging import print_log
 from ..model import is_model_wrapper
@@ -106,5 +112,37 @@ def save_checkpoint(checkpoint: Mapping[str, Any], filename: str | Path) -> None
     save_atomic(dict(checkpoint), filename)
 
 
-__all__ = ["get_state_dict", "load_checkpoint", "load_state_dict", "save_checkpoint",
-           "weights_to_cpu"]
+def find_latest_checkpoint(path: str | Path) -> str | None:
+    """The newest checkpoint of the folder ``path``, as its pointer file names it: hookline's
+    ``latest`` or MMEngine's ``last_checkpoint`` (the one written last when both are there);
+    None, logged as MMEngine does, without either. The file named is not opened.
+
+    Example::
+
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from hookline.engine.checkpoint import write_latest
+        >>> folder = tempfile.mkdtemp()
+        >>> find_latest_checkpoint(folder) is None
+        True
+        >>> _ = write_latest(folder, "epoch_2.pth")
+        >>> Path(find_latest_checkpoint(folder)).name
+        'epoch_2.pth'
+    """
+    folder = Path(path)
+    pointers = [p for p in (folder / LATEST_FILENAME, folder / "last_checkpoint") if p.is_file()]
+    for pointer in sorted(pointers, key=lambda p: p.stat().st_mtime_ns, reverse=True):
+        if pointer.name == LATEST_FILENAME:
+            found = read_latest(folder)
+        else:
+            text = pointer.read_text(encoding="utf-8").strip()
+            found = Path(text) if text else None
+        if found is not None:
+            return str(found)
+    print_log(f"Did not find a 'latest' or 'last_checkpoint' pointer in {str(path)!r} to "
+              "be resumed.", logger="current")
+    return None
+
+
+__all__ = ["find_latest_checkpoint", "get_state_dict", "load_checkpoint", "load_state_dict",
+           "save_checkpoint", "weights_to_cpu"]

@@ -1,11 +1,9 @@
-"""``mmengine.optim.optimizer``: the optimizer wrappers, their constructors and
-``build_optim_wrapper(model, cfg)``, as MMEngine builds them.
+"""``mmengine.optim.optimizer.builder``: ``build_optim_wrapper(model, cfg)``, as MMEngine
+builds it, and the registries it builds from.
 
-``DefaultOptimWrapperConstructor`` is hookline's (MMEngine's without ``paramwise_cfg``:
-a non-empty one is a ``ConfigError``). A project's constructor registered in
-``OPTIM_WRAPPER_CONSTRUCTORS`` (mmagic's ``MultiOptimWrapperConstructor``) is found by
-name, by :func:`build_optim_wrapper` and by a Runner's ``optim_wrapper={"constructor":
-...}`` alike.
+A project's constructor registered in ``OPTIM_WRAPPER_CONSTRUCTORS`` (mmagic's
+``MultiOptimWrapperConstructor``) is found by name, by :func:`build_optim_wrapper` and by a
+Runner's ``optim_wrapper={"constructor": ...}`` alike.
 
 Example::
 
@@ -24,17 +22,13 @@ from typing import Any
 import torch
 
 from hookline.core import ConfigError
-from hookline.engine.amp_optim_wrapper import AmpOptimWrapper
-from hookline.engine.build import DefaultOptimWrapperConstructor
 from hookline.engine.optim_wrapper import OptimWrapper
 from hookline.engine.optim_wrapper_dict import OptimWrapperDict
 
-from ...unsupported import MMENGINE_OPTIM, refusal
-from ..registry import OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS, OPTIMIZERS
+from ....unsupported import MMENGINE_OPTIM, module_getattr, refusal
+from ...registry import OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS, OPTIMIZERS
 
-__all__ = ["OPTIMIZERS", "OPTIM_WRAPPER_CONSTRUCTORS", "AmpOptimWrapper",
-           "DefaultOptimWrapperConstructor", "OptimWrapper", "OptimWrapperDict",
-           "build_optim_wrapper"]
+__all__ = ["OPTIMIZERS", "OPTIM_WRAPPER_CONSTRUCTORS", "build_optim_wrapper"]
 
 # a config naming one of these is one ConfigError saying what to use instead
 OPTIM_WRAPPERS.add_builtins({name: refusal(name, MMENGINE_OPTIM[name])
@@ -59,3 +53,6 @@ def build_optim_wrapper(model: torch.nn.Module, cfg: Mapping[str, Any]
                                               "paramwise_cfg": paramwise_cfg})
     wrapper: OptimWrapper | OptimWrapperDict = build(model)
     return wrapper
+
+
+__getattr__ = module_getattr(__name__, MMENGINE_OPTIM)

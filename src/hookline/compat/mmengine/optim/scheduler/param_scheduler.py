@@ -1,27 +1,27 @@
-"""``mmengine.optim.scheduler``: MMEngine's parameter schedulers (``begin`` / ``end`` windows).
+"""``mmengine.optim.scheduler.param_scheduler``: ``_ParamScheduler`` and MMEngine's
+schedulers of any parameter (``param_name``), with ``begin`` / ``end`` windows.
 
 A scheduler changes one value of every parameter group (``lr``, or
 ``momentum``: Adam's ``betas[0]``) on each ``step()`` whose count falls in
 ``[begin, end)``, chaining from the group's current value as MMEngine's (and
 torch's) chainable schedulers do, so several may cover consecutive windows.
-They are registered, in the ``mmengine`` scope, under MMEngine's names:
-``{"type": "mmengine.LinearLR", "start_factor": 0.1, "end": 5, "by_epoch": False}``
-in a Runner's ``param_scheduler`` (``by_epoch`` there says when the Runner
-steps it), or with ``init_default_scope("mmengine")``.
+A project's own scheduler subclasses ``_ParamScheduler`` and defines
+``_get_value()`` (mmdet's ``QuadraticWarmupParamScheduler``); its ``lr`` form
+is ``class QuadraticWarmupLR(LRSchedulerMixin, QuadraticWarmupParamScheduler)``
+(:mod:`.lr_scheduler`).
 
 Example::
 
     >>> import torch
-    >>> from hookline.compat.mmengine.optim import LinearLR, MultiStepLR
-    >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
-    >>> warmup = LinearLR(opt, start_factor=0.25, begin=0, end=4)
-    >>> decay = MultiStepLR(opt, milestones=[2], gamma=0.1, begin=4)  # counted from begin
-    >>> lrs = []
-    >>> for _ in range(8):
-    ...     lrs.append(round(opt.param_groups[0]["lr"], 4))
-    ...     warmup.step(); decay.step()
-    >>> lrs
-    [0.25, 0.5, 0.75, 1.0, 1.0, 1.0, 0.1, 0.1]
+    >>> from hookline.compat.mmengine.optim.scheduler.param_scheduler import (
+    ...     INF, StepParamScheduler)
+    >>> opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0, weight_decay=0.5)
+    >>> decay = StepParamScheduler(opt, "weight_decay", step_size=2, gamma=0.5, end=INF)
+    >>> values = []
+    >>> for _ in range(5):
+    ...     values.append(opt.param_groups[0]["weight_decay"]); decay.step()
+    >>> values
+    [0.5, 0.5, 0.25, 0.25, 0.125]
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from typing import Any
 
 from hookline.core import ConfigError
 
-from ...unsupported import MMENGINE_SCHEDULERS, module_getattr, refusal
-from ..logging import print_log
-from ..registry import PARAM_SCHEDULERS
+from ....unsupported import MMENGINE_SCHEDULERS, module_getattr, refusal
+from ...logging import print_log
+from ...registry import PARAM_SCHEDULERS
 
 INF = int(1e9)
 
@@ -54,6 +54,9 @@ class _ParamScheduler:
     #: MMEngine steps its schedulers after every training iteration, also while gradients
     #: accumulate (``ParamSchedulerHook`` reads this; torch's step once per optimizer step)
     steps_every_iteration = True
+    #: ``end`` left out is the end of the run (``max_epochs``, or ``max_iters`` when not
+    #: ``by_epoch``), as MMEngine's Runner fills it in (:mod:`hookline.engine.schedule_length`)
+    run_length_key = "end"
 
     def __init__(self, optimizer: Any, param_name: str, begin: int = 0, end: int = INF,
                  last_step: int = -1, by_epoch: bool = True, verbose: bool = False) -> None:
@@ -300,39 +303,15 @@ class PolyParamScheduler(_ParamScheduler):
         return [(v - self.eta_min) * keep + self.eta_min for v in current]
 
 
-def _bound(base: type[_ParamScheduler], name: str, param_name: str) -> type[_ParamScheduler]:
-    """``LinearLR`` = ``LinearParamScheduler`` with ``param_name="lr"`` (and so on)."""
-
-    def __init__(self: Any, optimizer: Any, *args: Any, **kwargs: Any) -> None:
-        base.__init__(self, optimizer, param_name, *args, **kwargs)
-
-    doc = f"``{base.__name__}`` for ``{param_name}`` (MMEngine's ``{name}``)."
-    return type(name, (base,), {"__init__": __init__, "__doc__": doc, "__module__": __name__})
-
-
-_BASES = {"Constant": ConstantParamScheduler, "CosineAnnealing": CosineAnnealingParamScheduler,
-          "Exponential": ExponentialParamScheduler, "Linear": LinearParamScheduler,
-          "MultiStep": MultiStepParamScheduler, "Step": StepParamScheduler,
-          "Poly": PolyParamScheduler}
-_LR = {f"{key}LR": _bound(base, f"{key}LR", "lr") for key, base in _BASES.items()}
-_MOMENTUM = {f"{key}Momentum": _bound(base, f"{key}Momentum", "momentum")
-             for key, base in _BASES.items()}
-ConstantLR, CosineAnnealingLR, ExponentialLR, LinearLR, MultiStepLR, StepLR, PolyLR = (
-    _LR[f"{key}LR"] for key in _BASES)
-(ConstantMomentum, CosineAnnealingMomentum, ExponentialMomentum, LinearMomentum,
- MultiStepMomentum, StepMomentum, PolyMomentum) = (_MOMENTUM[f"{key}Momentum"] for key in _BASES)
-
-PARAM_SCHEDULERS.add_builtins({cls.__name__: cls for cls in _BASES.values()})
-PARAM_SCHEDULERS.add_builtins(_LR)
-PARAM_SCHEDULERS.add_builtins(_MOMENTUM)
+_PARAM_SCHEDULERS = (ConstantParamScheduler, CosineAnnealingParamScheduler,
+                     ExponentialParamScheduler, LinearParamScheduler, MultiStepParamScheduler,
+                     StepParamScheduler, PolyParamScheduler)
+PARAM_SCHEDULERS.add_builtins({cls.__name__: cls for cls in _PARAM_SCHEDULERS})
 PARAM_SCHEDULERS.add_builtins({name: refusal(name, hint) for name, hint in MMENGINE_SCHEDULERS.items()})
 __getattr__ = module_getattr(__name__, MMENGINE_SCHEDULERS)
 
 __all__ = [
-    "INF", "ConstantLR", "ConstantMomentum", "ConstantParamScheduler", "CosineAnnealingLR",
-    "CosineAnnealingMomentum", "CosineAnnealingParamScheduler", "ExponentialLR",
-    "ExponentialMomentum", "ExponentialParamScheduler", "LinearLR", "LinearMomentum",
-    "LinearParamScheduler", "MultiStepLR", "MultiStepMomentum", "MultiStepParamScheduler",
-    "PolyLR", "PolyMomentum", "PolyParamScheduler", "StepLR", "StepMomentum",
-    "StepParamScheduler", "_ParamScheduler",
+    "INF", "ConstantParamScheduler", "CosineAnnealingParamScheduler",
+    "ExponentialParamScheduler", "LinearParamScheduler", "MultiStepParamScheduler",
+    "PolyParamScheduler", "StepParamScheduler", "_ParamScheduler",
 ]
