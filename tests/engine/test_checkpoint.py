@@ -308,6 +308,9 @@ def test_latest_pointer_rejects_outside_paths(tmp_path: Path) -> None:
     (tmp_path / LATEST_FILENAME).write_bytes(b"\xff\xfe\x00")
     with pytest.raises(CheckpointError, match="unreadable"):
         read_latest(tmp_path)
+    (tmp_path / LATEST_FILENAME).write_bytes(b"epoch_3.pth\x00")  # junk a crash left
+    with pytest.raises(CheckpointError, match="relative file name"):
+        read_latest(tmp_path)
     (tmp_path / LATEST_FILENAME).write_text("  \n")
     assert read_latest(tmp_path) is None
 

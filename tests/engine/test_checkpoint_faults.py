@@ -265,6 +265,20 @@ def test_resume_auto_starts_fresh_beside_files_that_are_not_hooklines(tmp_path):
     assert "starting fresh" in (tmp_path / "log.txt").read_text()
 
 
+def test_resume_auto_starts_fresh_when_only_a_dangling_latest_pointer_is_left(trained,
+                                                                             tmp_path):
+    """Every checkpoint deleted to start over, the ``latest`` pointer left behind: nothing of
+    the earlier run can be resumed or lost, so it starts fresh and says why."""
+    work_dir = copy_run(trained, tmp_path)
+    for path in work_dir.glob("*.pth"):
+        path.unlink()
+    runner = make(work_dir, resume="auto", max_epochs=1)
+    runner.train()
+    assert runner.epoch == 1 and read_latest(work_dir).name == "epoch_1.pth"
+    assert "names epoch_2.pth, which no longer exists, and no other checkpoint is there: " \
+           "starting fresh" in (work_dir / "log.txt").read_text()
+
+
 def test_load_from_another_model_is_an_error_before_training(trained, tmp_path):
     path = craft(copy_run(trained, tmp_path), _other_model)
     with pytest.raises(CheckpointError, match="none of its 2 weights"):

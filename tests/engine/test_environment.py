@@ -84,3 +84,15 @@ def test_hook_output_folders_that_cannot_be_written_are_refused_when_the_hook_is
             HOOKS.build({"type": hook, argument: str(folder)})
     assert HOOKS.build({"type": hook, argument: str(tmp_path / "new" / "folder")})
     assert not (tmp_path / "new").exists()  # checked, not made
+
+
+@pytest.mark.parametrize("name, message", [
+    ("a\x00b", "holds a NUL byte"),
+    ("x" * 300, "cannot be used: File name too long"),
+    ("ok/" + "y" * 300 + "/run", "is longer than the 255 bytes"),
+])
+def test_work_dirs_the_file_system_cannot_hold_are_one_config_error(tmp_path, name, message):
+    from hookline.engine.environment import check_work_dir  # noqa: PLC0415
+    with pytest.raises(ConfigError, match=message):
+        check_work_dir(str(tmp_path / name))
+    assert list(tmp_path.iterdir()) == []  # nothing made

@@ -161,3 +161,13 @@ def test_clipping_by_value_records_no_grad_norm(tmp_path) -> None:
 def test_from_cfg_says_what_to_do(tmp_path) -> None:
     with pytest.raises(ConfigError, match=r"Runner\(\*\*cfg\).*build_runner"):
         Runner.from_cfg({"model": None})
+
+
+def test_get_hooks_info_lists_each_stage_as_mmengine(tmp_path) -> None:
+    runner = make(tmp_path, max_epochs=1, default_hooks={"progress": None, "logger": None})
+    info = runner.get_hooks_info()
+    assert info.startswith("before_run:\n(") and info.endswith("\n -------------------- ")
+    after_train_iter = info.split("after_train_iter:\n", 1)[1].split("\n -----", 1)[0]
+    assert [line.rstrip() for line in after_train_iter.splitlines()] == [
+        "(NORMAL      ) IterTimerHook", "(LOW         ) ParamSchedulerHook",
+        "(VERY_LOW    ) CheckpointHook"]

@@ -160,19 +160,40 @@ def check_work_dir(work_dir: Any, what: str = "work_dir") -> Path:
     """
     if not isinstance(work_dir, (str, os.PathLike)) or not str(work_dir):
         raise ConfigError(f"{what} must be a folder path (a str or a Path), got {work_dir!r}")
+    if "\0" in str(work_dir):
+        raise ConfigError(f"{what} {str(work_dir)!r} holds a NUL byte; choose another {what}")
     path = Path(work_dir)
     existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
+    try:
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        is_dir = existing.is_dir()
+    except OSError as exc:  # a name too long, a folder this process may not search
+        raise ConfigError(f"{what} {str(path)!r} cannot be used: {exc.strerror or exc} "
+                          f"({exc.filename or existing}); choose another {what}") from None
+    if not is_dir:
         where = "is a file" if existing == path else f"lies under the file {str(existing)!r}"
         raise ConfigError(f"{what} {str(path)!r} {where}, not a folder; choose another {what}")
+    _check_name_lengths(path, existing, what)
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".hookline-check-", dir=existing))
     except OSError as exc:
         raise ConfigError(f"{what} {str(path)!r} cannot be written: creating a folder in "
                           f"{str(existing)!r} fails ({exc.strerror or exc})") from None
     return path
+
+
+def _check_name_lengths(path: Path, existing: Path, what: str) -> None:
+    """The folders still to create under ``existing`` fit the file system's name limit."""
+    try:
+        limit = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    for part in path.relative_to(existing).parts:
+        if len(os.fsencode(part)) > limit:
+            raise ConfigError(f"{what} {str(path)!r} cannot be created: the folder name "
+                              f"{part[:40]!r}... is longer than the {limit} bytes the file "
+                              f"system allows; choose another {what}")
 
 
 def release_at_exit(runner: Runner, *, destroy: bool) -> None:

@@ -233,6 +233,28 @@ class HookTable:
                 lines.append(f"{stage:<{width}}  {hooks}")
         return "\n".join(lines)
 
+    def stage_info(self) -> str:
+        """The hooks of each stage in call order, in the layout of MMEngine's
+        ``Runner.get_hooks_info()`` (what ``runner.get_hooks_info()`` returns).
+
+        Example::
+
+            >>> class Saver(Hook):
+            ...     priority = "VERY_LOW"
+            ...     def after_train_epoch(self, runner): ...
+            >>> table = HookTable(); _ = table.add(Saver())
+            >>> [line.rstrip() for line in table.stage_info().splitlines()]
+            ['after_train_epoch:', '(VERY_LOW    ) Saver', ' --------------------']
+        """
+        blocks = []
+        for stage in STAGES:
+            entries = [e for e in self._entries if stage in e.calls]
+            if entries:
+                lines = "\n".join(f"({self._priority_name(e.priority):<12}) {_label(e.hook):<35}"
+                                  for e in entries)
+                blocks.append(f"{stage}:\n{lines}\n -------------------- ")
+        return "\n".join(blocks)
+
     @staticmethod
     def _priority_name(level: int, with_value: bool = False) -> str:
         try:

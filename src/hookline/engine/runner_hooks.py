@@ -92,6 +92,11 @@ class RunnerHooks:
         """The stage-by-hook call order, as text."""
         return self.hooks.table()
 
+    def get_hooks_info(self) -> str:
+        """The same in MMEngine's layout (its ``Runner.get_hooks_info()``): per stage, one
+        ``(PRIORITY) HookName`` line per hook in call order."""
+        return self.hooks.stage_info()
+
     def hook_profile(self) -> HookProfile:
         """Calls and seconds per hook and stage since ``runner.hooks.start_profiling()``
         (``print(runner.hook_profile())`` shows a table; see docs/logging.md)."""

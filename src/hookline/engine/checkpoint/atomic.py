@@ -170,7 +170,7 @@ def read_latest(directory: PathLike) -> Path | None:
         raise CheckpointError(pointer, f"unreadable 'latest' pointer ({type(exc).__name__}: {exc})") from exc
     if not text:
         return None
-    if "\n" in text or Path(text).is_absolute() or ".." in Path(text).parts:
+    if "\n" in text or "\0" in text or Path(text).is_absolute() or ".." in Path(text).parts:
         raise CheckpointError(pointer, f"'latest' pointer does not hold a relative file name: {text[:80]!r}")
     return Path(directory) / text
 

@@ -231,7 +231,7 @@ def load_checkpoint_file(
         size = path.stat().st_size
     except FileNotFoundError:
         raise CheckpointNotFoundError(path) from None
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise CheckpointError(path, _describe_load_failure(exc)) from exc
     if path.is_dir():
         raise CheckpointError(path, "is a directory, not a file")

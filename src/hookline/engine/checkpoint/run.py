@@ -39,7 +39,7 @@ from ..run_state import describe_position
 from ..schedulers_per_optimizer import load_scheduler_state, scheduler_pairs
 from .atomic import LATEST_FILENAME, remove_temp_files, write_checkpoint
 from .content import make_meta, serialize, to_plain
-from .errors import CheckpointError, NoResumableCheckpointError
+from .errors import CheckpointError, CheckpointNotFoundError, NoResumableCheckpointError
 from .fit import check_fits, other_shapes, unwrapped_model, without_ddp_prefix
 from .loading import load_checkpoint_file, resumable_checkpoints
 from .names import is_checkpoint_name
@@ -406,6 +406,12 @@ def _resume_auto(runner: Runner, load_from: str | Path | None = None, *,
     # overwritten by a fresh start; a folder of foreign .pth files starts fresh as before
     wrote_here = (runner.work_dir / LATEST_FILENAME).exists()
     ours = unfit + [f for f in unloadable if wrote_here or is_checkpoint_name(f.path.name)]
+    if ours and all(isinstance(f, CheckpointNotFoundError) for f in ours):
+        runner.logger.warning(  # every checkpoint was deleted; only the pointer is left
+            "resume='auto': %s names %s, which no longer exists, and no other checkpoint is "
+            "there: starting fresh (the new run's first checkpoint replaces the pointer)",
+            runner.work_dir / LATEST_FILENAME, ", ".join(sorted({f.path.name for f in ours})))
+        ours = []
     if ours:
         failures = sorted(ours, key=lambda f: f.path.stat().st_mtime if f.path.exists() else 0,
                           reverse=True)
