@@ -95,3 +95,13 @@ def test_a_keras_monitor_the_logs_will_not_have_is_refused_at_build(tmp_path: Pa
                                                        torch.ones(8).long()), batch_size=4),
                metrics={"acc": "accuracy"}, max_epochs=1, work_dir=str(tmp_path),
                hooks=[callbacks.EarlyStopping(monitor=monitor, mode="max")])
+
+
+def test_a_keras_callback_method_with_the_wrong_signature_is_refused_at_build(tmp_path: Path
+                                                                              ) -> None:
+    class ForgotEpoch(callbacks.Callback):
+        def on_epoch_end(self, logs=None):  # Keras calls on_epoch_end(epoch, logs)
+            pass
+
+    with pytest.raises(ConfigError, match=r"write def on_epoch_end\(self, epoch, logs=None\)"):
+        _run(tmp_path, None)[0].register_hook(ForgotEpoch())

@@ -57,7 +57,7 @@ _ARGUMENTS = {name: ("logs",) if name in ("on_train_begin", "on_train_end", "on_
               for name in [*_METHOD_STAGES, *_ALIASES]}
 
 
-def _check_signatures(callback: Any) -> None:
+def check_keras_signatures(callback: Any) -> None:
     """Each Keras method ``callback`` overrides takes what Keras passes it (a
     :class:`ConfigError` at registration, naming Keras's signature, rather than a TypeError
     at the end of the first epoch)."""
@@ -204,7 +204,7 @@ class KerasCallback(Hook):
     def stage_callable(self, stage: str) -> StageMethod:
         """The stage method, once the overridden Keras methods are known to take what Keras
         passes (checked when the hook is registered)."""
-        _check_signatures(self)
+        check_keras_signatures(self)
         return super().stage_callable(stage)
 
     def triggered_stages(self) -> list[str]:

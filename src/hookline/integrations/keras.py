@@ -59,6 +59,7 @@ from hookline.core import ConfigError, HookError
 from hookline.core.errors import closest_names
 from hookline.engine.hook import STAGES, Hook
 from hookline.engine.metric_names import VAL_PREFIXES, prefixed, reported_names
+from hookline.hooks.keras import check_keras_signatures
 
 from ._detect import KERAS_MODULES, class_named, is_keras_callback
 from .keras_logs import KerasLogBook
@@ -139,6 +140,7 @@ class KerasCallbackHook(Hook):
 
     def __init__(self, callback: Any, book: KerasLogBook, runner: Runner) -> None:
         check_keras_callback(callback)
+        check_keras_signatures(callback)  # def on_epoch_end(self, logs): at registration
         self.callback = callback
         self.book = book
         self.model = book.facade(runner)  # one for all the run's callbacks, as in Keras
