@@ -36,6 +36,7 @@ from torch.utils.data import (
 from hookline.core import ConfigError
 
 from . import distributed
+from .collate import resolve_collate_fn
 from .samplers import (
     EpochSampler,
     InfiniteSampler,
@@ -105,6 +106,8 @@ def build_dataloader(spec: Any, *, seed: int, rank: int, world_size: int,
                 f"{name} got unknown option(s) {unknown}; accepted: dataset, sampler, "
                 f"{', '.join(DATALOADER_KEYS)}"
             )
+        if options.get("collate_fn") is not None:  # {'type': 'pseudo_collate'}: by name
+            options["collate_fn"] = resolve_collate_fn(options["collate_fn"], name)
         if sampler is not None:
             check_sampler_config(sampler, name, shuffle_given="shuffle" in options)
             if isinstance(dataset, IterableDataset):

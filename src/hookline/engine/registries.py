@@ -39,6 +39,9 @@ DATASETS = Registry("dataset", scope="hookline")
 OPTIMIZERS = Registry("optimizer", scope="hookline")
 PARAM_SCHEDULERS = Registry("param_scheduler", scope="hookline")
 LOSSES = Registry("loss", scope="hookline")
+#: a dataloader config's ``collate_fn`` by name (MMEngine's ``FUNCTIONS``); see collate.py
+COLLATE_FUNCTIONS = Registry("function", locations=("hookline.engine.collate",),
+                             scope="hookline")
 #: validation and test metrics by name: ``callable(preds, targets)`` called once per pass with
 #: the whole pass's predictions and targets, returning a number or a dict of numbers
 #: (``metrics={"err": "error_rate"}`` after ``@METRICS.register()``); see evaluator.py

@@ -38,6 +38,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from hookline.core import ConfigError, Registry
 
 from .checks import boolean, finite_float, non_negative_int, one_of, positive_int
+from .collate import resolve_collate_fn
 from .config_target import (
     call_check,
     check_values,
@@ -215,10 +216,11 @@ def check_dataloader(spec: Any, where: str, *, datasets: Registry | None = None)
     for flag in _DATALOADER_FLAGS:
         if flag in options:
             boolean(options[flag], f"{where}.{flag}")
-    for name in ("collate_fn", "worker_init_fn"):
-        if options.get(name) is not None and not callable(options[name]):
-            raise ConfigError(f"{where}.{name} must be a function (from Python, not a config "
-                              f"file), got {options[name]!r}")
+    if options.get("collate_fn") is not None:  # a function, or {'type': 'pseudo_collate'}
+        options["collate_fn"] = resolve_collate_fn(options["collate_fn"], where)
+    if options.get("worker_init_fn") is not None and not callable(options["worker_init_fn"]):
+        raise ConfigError(f"{where}.worker_init_fn must be a function (from Python, not a "
+                          f"config file), got {options['worker_init_fn']!r}")
     constructed(lambda: DataLoader(TensorDataset(torch.zeros(2)), **options), "DataLoader", options, where)
     dataset = spec["dataset"]
     if isinstance(dataset, Mapping) and datasets is not None and "type" in dataset:

@@ -224,7 +224,7 @@ VISUALIZERS = _root("visualizer")
 VISBACKENDS = _root("vis_backend")
 LOG_PROCESSORS = _root("log_processor")
 INFERENCERS = _root("inferencer")
-FUNCTIONS = _root("function")
+FUNCTIONS = _root("function", _native.COLLATE_FUNCTIONS)
 
 
 def count_registered_modules(*args: Any, **kwargs: Any) -> dict[str, list[str]]:
