@@ -297,6 +297,43 @@ def test_a_checkpoint_loaded_after_the_failure_drops_those_hooks(tmp_path: Path)
     assert late == [0, 1, 2, 3, 4, 5, 6] + list(range(5, 15))
 
 
+@pytest.mark.parametrize("length", [{"max_epochs": 3}, {"max_epochs": None, "max_iters": 15,
+                                                       "val_interval": 5}])
+def test_train_again_after_a_failure_in_after_val_epoch_finishes_that_validation(
+        tmp_path: Path, length: dict[str, Any]) -> None:
+    """The hooks before the one that raised saw the validation, those after it get its
+    metrics at train() again (not a second validation), then after_val; the run goes on as
+    one that never stopped."""
+    val = {"val_dataloader": DataLoader(_data(), batch_size=20), "metrics": {"acc": "accuracy"}}
+
+    def hooks(runner: Runner) -> list[tuple[str, int]]:
+        seen: list[tuple[str, int]] = []
+        runner.on("after_val_epoch", lambda r: seen.append(("first", r.iter)), priority="HIGH")
+        runner.on("after_val_epoch", lambda r: seen.append(("last", r.iter)), priority="LOWEST")
+        runner.on("after_val", lambda r: seen.append(("after_val", r.iter)))
+        return seen
+
+    whole = make_runner(tmp_path / "whole", checkpoint_every=None, **length, **val)
+    expected = hooks(whole)
+    whole.train()
+    runner = make_runner(tmp_path / "again", checkpoint_every=None, **length, **val)
+    seen = hooks(runner)
+    armed = {"armed": True}
+
+    def crash(r: Runner) -> None:
+        if armed["armed"] and r.iter == 10:
+            armed["armed"] = False
+            raise RuntimeError("crash")
+
+    runner.on("after_val_epoch", crash)
+    with pytest.raises(HookError, match="crash"):
+        runner.train()
+    assert seen[-1] == ("first", 10)
+    runner.train()
+    assert seen == expected
+    assert runner.iter == 15 and same_weights(runner, whole)
+
+
 # -- 3. errors for Ignite's event lists and once=[...] ----------------------------------------
 
 class _EventsList:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from hookline.core import ConfigError
+from hookline.core import ConfigError, HookError
 
 from .amp_optim_wrapper import AmpOptimWrapper
 from .base_loop import BaseLoop, note_where
@@ -32,6 +32,7 @@ from .data import move_to
 from .evaluator import Evaluator, is_scalar
 from .fast_batches import iter_batches
 from .registries import LOOPS
+from .unfinished_stage import UnfinishedStage
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import Runner
@@ -72,6 +73,7 @@ class ValLoop(BaseLoop):
         #: run ``run_iter(i, batch)`` itself and read ``evaluator.evaluate(size)``
         self.evaluator = Evaluator(self.metrics)
         self._warned_empty = False  # the no-data warning: once per loop
+        self._unfinished: UnfinishedStage | None = None  # after_val_epoch hooks a failure left
 
     def _runner_metrics(self, runner: Runner) -> Any:
         """The Runner's metrics for this loop's mode (``metrics``; the test loop's
@@ -104,11 +106,40 @@ class ValLoop(BaseLoop):
         if mode == "val":  # a checkpoint an after_val_epoch hook writes repeats it, RNGs aside
             runner.state.compute_val()
         record_metrics(runner, mode, metrics)
-        call(runner, f"after_{mode}_epoch", metrics=metrics)
+        stage = f"after_{mode}_epoch"
+        try:
+            call(runner, stage, metrics=metrics)
+        except HookError as exc:  # the hooks after the one that raised: at train() again
+            if runner.train_loop is not None and runner.running == "train":
+                self._unfinished = UnfinishedStage.after(
+                    exc.hook, runner.hooks.stages[stage], runner.state.resume_point,
+                    {"metrics": metrics}, stage)
+            raise
+        self._end_pass()
+        return metrics
+
+    def _end_pass(self) -> None:
+        """Every ``after_<mode>_epoch`` hook saw the metrics: the pass is over."""
+        runner, mode = self.runner, self.mode
         if mode == "val":  # every hook saw it: a checkpoint from here on does not repeat it
             runner.state.complete_val()  # (CheckpointHook writes its files in after_val)
-        call(runner, f"after_{mode}")
-        return metrics
+        runner.hooks.call(runner, f"after_{mode}")
+
+    def finish_stopped(self) -> bool:
+        """``train()`` again after a hook raised in this loop's ``after_val_epoch``: the hooks
+        after it get the metrics, then ``after_val`` runs, as if it had not raised (True);
+        False when there is nothing to finish, or a checkpoint loaded since moved the run
+        (then the validation runs again)."""
+        unfinished = self._unfinished
+        if unfinished is None:
+            return False
+        runner = self.runner
+        if not unfinished.run(runner, runner.state.resume_point):
+            self._unfinished = None
+            return False
+        self._unfinished = None
+        self._end_pass()
+        return True
 
     def _warn_empty(self, runner: Runner) -> None:
         """Once per loop: the pass processed no data, so there are no metrics (MMEngine's

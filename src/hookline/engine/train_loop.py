@@ -136,7 +136,8 @@ class TrainLoop(BaseLoop):
             except HookError as exc:  # the hooks after the one that raised run at train() again
                 self._unfinished = UnfinishedStage.after(
                     exc.hook, stages["after_train_iter"], self.state.resume_point,
-                    {"batch_idx": batch_idx, "data_batch": data_batch, "outputs": outputs})
+                    {"batch_idx": batch_idx, "data_batch": data_batch, "outputs": outputs},
+                    "after_train_iter")
                 raise
         self.state.advance_iter()
 
@@ -165,6 +166,9 @@ class TrainLoop(BaseLoop):
         metrics were computed (by an ``after_val_epoch`` hook), the RNGs it restored had
         already advanced past the validation: it runs with them put back afterwards."""
         if self.state.val_pending and self.runner.val_loop is not None:
+            if self.runner.val_loop.finish_stopped():  # train() again: its after_val_epoch
+                self.runner.check_stop()
+                return
             if self.state.val_computed:
                 with rng_kept():
                     self._validate()
