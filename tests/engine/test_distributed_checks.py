@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import torch.distributed as dist
 
 SCRIPT = Path(__file__).parent / "dist_scripts" / "ddp_checks.py"
@@ -47,4 +48,19 @@ def test_frozen_parameters_under_ddp_are_warned_about_once(tmp_path):
               if "2 parameter(s) are frozen (requires_grad=False) while "
                  "DistributedDataParallel wraps the model" in line]
     assert len(warned) == 1, logs  # rank 0 only
-    assert "wraps the model: 0.weight, 0.bias." in warned[0] and "unfreeze before" in warned[0]
+    assert "wraps the model: 0.weight, 0.bias." in warned[0]
+    assert "unfreeze at an epoch's start" in warned[0]
+
+
+def test_a_layer_unfrozen_at_an_epoch_start_trains_in_step_on_both_ranks(tmp_path):
+    """DDP synchronises only what needed a gradient when it was built: the Runner builds it
+    again after the before_train_epoch hook that unfreezes the layer, so both ranks end with
+    the same weights (each rank sees its own shard of the data)."""
+    done = _torchrun("unfreeze", tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    weights = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in (0, 1)]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    assert not torch.equal(weights[0]["0.weight"], torch.load(tmp_path / "initial.pt",
+                                                              weights_only=True)["0.weight"])
+    assert "DistributedDataParallel rebuilt: 4 of 4 parameters need a gradient now (2 before)" \
+        in done.stdout + done.stderr

@@ -27,19 +27,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shlex
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from hookline.core import ConfigError
+from hookline.core import ConfigError, HookError
 from hookline.engine import distributed
 from hookline.engine.arguments import resume_and_load_from
-from hookline.engine.checkpoint import read_latest
+from hookline.engine.checkpoint import CheckpointWriteError, read_latest
+from hookline.engine.log_file import LogWriteError
 from hookline.engine.logs import close_logger
 from hookline.hooks.catalog import hook_catalog
+from hookline.hooks.invalid_loss import InvalidLossError
 
 from .command_common import (
     add_config_arguments,
@@ -50,6 +54,7 @@ from .command_common import (
 from .config import SAVED_NAME, build_runner, resolve_config, save_config
 from .eval_commands import checkpoint_of_run, evaluate_checkpoint, require_loader
 from .run_dirs import (
+    RunFileWriteError,
     discard_run_dir,
     is_run_dir_name,
     last_run_with_checkpoints,
@@ -103,7 +108,13 @@ def run_train(args: argparse.Namespace) -> int:
     # the whole config is checked before a run folder is made
     resolve_config(cfg, work_dir=work_dir, resume=resume, for_training=True)
     undo = _Undo(work_dir)
-    run_dir, earlier = choose_run_dir(work_dir, resume)
+    try:
+        run_dir, earlier = choose_run_dir(work_dir, resume)
+    except BaseException:  # e.g. a full disk: no empty work dir is left behind either
+        if not undo.existed and _main_rank():
+            with contextlib.suppress(OSError):
+                work_dir.rmdir()
+        raise
     undo.run_dir, undo.fresh = run_dir, run_dir.is_dir() and not any(run_dir.iterdir())
     lock = None
     try:
@@ -117,6 +128,13 @@ def run_train(args: argparse.Namespace) -> int:
         raise
     try:
         return _train(args, cfg, runner, undo, earlier)
+    except Exception as exc:
+        failure = training_failure(exc)
+        if failure is None:  # a config mistake (the CLI's error line) or a bug (a traceback)
+            raise
+        message, code = failure
+        print(f"error: {message}", file=sys.stderr, flush=True)
+        return code
     finally:
         if lock is not None:
             lock.release()
@@ -130,12 +148,13 @@ def _train(args: argparse.Namespace, cfg: dict, runner: Any, undo: _Undo,
 
     def begin(runner: Any) -> None:
         """Training starts: the resume (or ``load_from``) went in, so the run's config may be
-        written now; a failed resume changes no file of the run it tried to continue."""
-        started.append(True)
+        written now; a failed resume changes no file of the run it tried to continue, and
+        a config that cannot be written (a full disk) leaves no run folder behind."""
         if runner.config is not None:  # the saved config trains a new run beside this one
             runner.config["work_dir"] = str(work_dir)
             if runner.is_main_process:
                 save_config(runner.config, runner.work_dir / SAVED_NAME)
+        started.append(True)
 
     runner.on("before_train", begin, once=True, priority="LOWEST")  # after the hooks' checks
     runner.resume_command = resume_command(args)  # the stop message's hint (engine.signals)
@@ -153,9 +172,10 @@ def _train(args: argparse.Namespace, cfg: dict, runner: Any, undo: _Undo,
     except BaseException:
         if not started:  # the checkpoint to resume or load did not go in: nothing trained
             undo()
-        elif runner.is_main_process and not args.no_curves:
-            with contextlib.suppress(Exception):  # the error that stopped training comes first
-                _print_note(write_training_curves(runner.work_dir))
+        elif runner.is_main_process and not args.no_curves and not _write_failure():
+            # what was logged is plotted; no note: the error that stopped training is the news
+            with contextlib.suppress(Exception):
+                write_training_curves(runner.work_dir)
         raise
     finally:
         if args.profile_hooks and runner.is_main_process:
@@ -169,6 +189,46 @@ def _train(args: argparse.Namespace, cfg: dict, runner: Any, undo: _Undo,
             _, line, out = evaluate_checkpoint(cfg, checkpoint, "test")
             print(f"{line}\nsaved to {out}", flush=True)
     return 0
+
+
+#: hookline's own errors that end a training run for a reason the user can act on, with the
+#: exit code each gets: one ``error:`` line with the error's own message (not the hook's
+#: that raised it), no traceback. A file of the run that cannot be written is 2 (docs/cli.md),
+#: a training failure (a NaN loss) is 1. Any other ConfigError or CheckpointError is the
+#: CLI's (2); anything else is a bug: its traceback, exit code 1.
+_TRAINING_FAILURES: tuple[tuple[type[BaseException], int], ...] = (
+    (CheckpointWriteError, 2),
+    (LogWriteError, 2),
+    (RunFileWriteError, 2),
+    (InvalidLossError, 1),
+)
+
+
+def training_failure(exc: BaseException) -> tuple[str, int] | None:
+    """The ``error:`` message and exit code for ``exc`` (also raised inside a hook) when it
+    is one of :data:`_TRAINING_FAILURES`, else None.
+
+    Example::
+
+        >>> message, code = training_failure(InvalidLossError(2, float("nan"), 1))
+        >>> message[:39], code
+        ('the training loss is nan at iteration 2', 1)
+        >>> training_failure(ValueError("a bug")) is None
+        True
+    """
+    original = exc.original if isinstance(exc, HookError) else exc
+    for kind, code in _TRAINING_FAILURES:
+        if isinstance(original, kind):
+            return str(original), code
+    return None
+
+
+def _write_failure() -> bool:
+    """Whether the exception being handled is a file that could not be written (a full disk:
+    no plot is attempted after it)."""
+    exc = sys.exc_info()[1]
+    original = exc.original if isinstance(exc, HookError) else exc
+    return isinstance(original, OSError)
 
 
 def _main_rank() -> bool:
@@ -189,10 +249,13 @@ class _Undo:
     def __call__(self) -> None:
         if not _main_rank() or self.run_dir is None:
             return
-        if self.fresh:
-            _discard(self.work_dir, self.run_dir, self.previous, self.existed)
-        else:
-            restore_last_run(self.work_dir, self.previous)
+        # best effort: the error that brought us here is the one raised (a pointer that
+        # cannot be put back names a removed folder, which read_last_run ignores)
+        with contextlib.suppress(OSError, ConfigError):
+            if self.fresh:
+                _discard(self.work_dir, self.run_dir, self.previous, self.existed)
+            else:
+                restore_last_run(self.work_dir, self.previous)
 
 
 def check_resume_path(resume: Any, what: str) -> None:
@@ -290,12 +353,26 @@ def _outputs(runner: Any, write_curves: bool) -> str:
     if write_curves:
         _print_note(write_training_curves(work_dir))
     names = sorted(p.name for p in work_dir.iterdir() if p.is_file())
-    checkpoints = [n for n in names if n.endswith(".pth")]
+    checkpoints = sorted((n for n in names if n.endswith(".pth")), key=natural_order)
     others = [n for n in ("config.yaml", "log.txt", "metrics.jsonl", CURVES_FILE) if n in names]
     parts = others[:3]
     if checkpoints:
         parts.append(f"checkpoints ({', '.join(checkpoints)})")
     return ", ".join(parts + others[3:])
+
+
+def natural_order(name: str) -> tuple:
+    """A sort key putting numbers in a name in numeric order: ``epoch_2`` before
+    ``epoch_10``.
+
+    Example::
+
+        >>> sorted(["epoch_10.pth", "epoch_2.pth", "best_acc_epoch_9.pth", "epoch_1.pth"],
+        ...        key=natural_order)
+        ['best_acc_epoch_9.pth', 'epoch_1.pth', 'epoch_2.pth', 'epoch_10.pth']
+    """
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                 for part in re.split(r"(\d+)", name) if part)
 
 
 def write_training_curves(work_dir: str | Path, name: str = CURVES_FILE) -> str | None:

@@ -32,7 +32,7 @@ import inspect
 import re
 import traceback
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from hookline.engine.runner import Runner
 from .config_check import CONFIG_KEYS, validate_config
 from .config_check.keys import config_scope
 from .defaults import LEGACY_DEFAULT_HOOKS, register_builtins
+from .run_dirs import RunFileWriteError
 
 __all__ = ["CONFIG_ONLY_KEYS", "apply_overrides", "build_runner", "load_config", "resolve_config",
            "save_config", "validate_config"]
@@ -273,13 +274,20 @@ def runner_arguments(runner_cls: type[Runner]) -> list[str]:
 
 
 def save_config(cfg: Mapping, path: str | Path) -> Path:
-    """Write ``cfg`` (made plain) as YAML to ``path``; returns the path."""
+    """Write ``cfg`` (made plain) as YAML to ``path``; returns the path. A file that cannot
+    be written (disk full, read-only folder) is a
+    :class:`~hookline.app.run_dirs.RunFileWriteError` naming it; no temp file is left."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(_plain(cfg), sort_keys=False, default_flow_style=False)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(yaml.safe_dump(_plain(cfg), sort_keys=False, default_flow_style=False),
-                   encoding="utf-8")
-    tmp.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        with suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise RunFileWriteError.from_os_error(path, exc) from None
     return path
 
 

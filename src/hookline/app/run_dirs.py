@@ -38,18 +38,20 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
 import time
 from pathlib import Path
 
+from hookline.core import ConfigError
 from hookline.engine.checkpoint import LATEST_FILENAME, atomic_write
 from hookline.engine.checkpoint.names import is_checkpoint_name
 from hookline.engine.folder_lock import LOCK_FILE, FolderLock, lock_folder
 
-__all__ = ["LAST_RUN_FILE", "RUN_LOCK_FILE", "RunLock", "discard_run_dir", "has_checkpoints",
-           "is_run_dir_name", "last_run_with_checkpoints", "lock_run_dir", "new_run_dir",
+__all__ = ["LAST_RUN_FILE", "RUN_LOCK_FILE", "RunFileWriteError", "RunLock", "discard_run_dir",
+           "has_checkpoints", "is_run_dir_name", "last_run_with_checkpoints", "lock_run_dir", "new_run_dir",
            "read_last_run", "remove_unused_folder", "restore_last_run", "run_dirs",
            "write_last_run"]
 
@@ -105,14 +107,20 @@ def new_run_dir(work_dir: str | Path, *, now: float | None = None, create: bool 
     point ``last_run`` at it.
 
     The folder is made with ``exist_ok=False``, so two processes starting in the same
-    second get different folders. ``create=False`` (the other processes of a
-    multi-process run, which write nothing) only returns the name.
+    second get different folders. A folder or pointer that cannot be written (disk full,
+    read-only work dir) is a :class:`RunFileWriteError` naming it, and leaves no folder
+    behind.
+    ``create=False`` (the other processes of a multi-process run, which write nothing) only
+    returns the name.
     """
     work_dir = Path(work_dir)
     stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime(time.time() if now is None else now))
     if not create:
         return work_dir / stamp
-    work_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        work_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _unwritable(work_dir, exc) from None
     count = 1
     while True:
         candidate = work_dir / (stamp if count == 1 else f"{stamp}_{count}")
@@ -121,13 +129,55 @@ def new_run_dir(work_dir: str | Path, *, now: float | None = None, create: bool 
         except FileExistsError:
             count += 1
             continue
-        write_last_run(work_dir, candidate)
+        except OSError as exc:
+            raise _unwritable(candidate, exc) from None
+        try:
+            write_last_run(work_dir, candidate)
+        except BaseException:  # no empty run folder is left behind
+            with contextlib.suppress(OSError):
+                candidate.rmdir()
+            raise
         return candidate
+
+
+class RunFileWriteError(ConfigError, OSError):
+    """A file or folder ``hookline train`` writes before training (the run's folder, the
+    ``last_run`` pointer, ``config.yaml``) cannot be written: the disk is full, the work dir
+    read-only, ... One line naming the path, the cause (with its errno name) and what to
+    do. A :class:`ConfigError` (the CLI prints it as one ``error:`` line and exits 2, as
+    for a work dir it refuses up front) and an :class:`OSError` (``errno`` is the cause's).
+
+    Example::
+
+        >>> error = RunFileWriteError.from_os_error("wd/last_run",
+        ...                                         OSError(errno.ENOSPC, "No space left on device"))
+        >>> print(str(error).split(";")[0])
+        cannot write 'wd/last_run': No space left on device (ENOSPC)
+    """
+
+    @classmethod
+    def from_os_error(cls, path: str | Path, exc: OSError) -> RunFileWriteError:
+        """The error for ``exc``, raised while writing ``path``."""
+        cause = exc.strerror or str(exc) or type(exc).__name__
+        code = errno.errorcode.get(exc.errno, "") if exc.errno is not None else ""
+        error = cls(f"cannot write {str(path)!r}: {cause}{f' ({code})' if code else ''}; "
+                    "free some space there or choose another work dir (--work-dir)")
+        error.errno, error.strerror, error.filename = exc.errno, exc.strerror, str(path)
+        return error
+
+    def __str__(self) -> str:  # OSError's own would show errno and strerror instead
+        return str(self.args[0])
+
+
+def _unwritable(path: Path, exc: OSError) -> RunFileWriteError:
+    return RunFileWriteError.from_os_error(path, exc)
 
 
 def write_last_run(work_dir: str | Path, run_dir: str | Path) -> Path:
     """Atomically write ``<work_dir>/last_run`` naming ``run_dir`` (``.`` for the work dir
-    itself, a 0.1 flat layout); returns the pointer's path."""
+    itself, a 0.1 flat layout); returns the pointer's path. A pointer that cannot be written
+    (disk full, read-only work dir) is a :class:`RunFileWriteError` naming it; the pointer as
+    it was is left unchanged."""
     work_dir = Path(work_dir)
     run_dir = Path(run_dir)
     try:
@@ -136,7 +186,10 @@ def write_last_run(work_dir: str | Path, run_dir: str | Path) -> Path:
         raise ValueError(f"run dir {str(run_dir)!r} is not inside the work dir "
                          f"{str(work_dir)!r}") from None
     data = (name + "\n").encode("utf-8")
-    return atomic_write(work_dir / LAST_RUN_FILE, lambda stream: stream.write(data))
+    try:
+        return atomic_write(work_dir / LAST_RUN_FILE, lambda stream: stream.write(data))
+    except OSError as exc:  # the disk is full, the work dir read-only: one line, no traceback
+        raise _unwritable(work_dir / LAST_RUN_FILE, exc) from None
 
 
 def read_last_run(work_dir: str | Path) -> Path | None:

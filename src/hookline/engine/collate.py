@@ -40,7 +40,9 @@ def pseudo_collate(samples: Sequence[Any]) -> Any:
     if isinstance(first, (str, bytes)):
         return list(samples)
     if isinstance(first, Mapping):
-        return type(first)({key: pseudo_collate([s[key] for s in samples]) for key in first})
+        gathered = {key: pseudo_collate([s[key] for s in samples]) for key in first}
+        kind: Any = type(first)
+        return kind(gathered)
     if isinstance(first, tuple) and hasattr(first, "_fields"):  # a named tuple
         return type(first)(*(pseudo_collate(column) for column in zip(*samples)))
     if isinstance(first, Sequence):
@@ -58,7 +60,8 @@ def resolve_collate_fn(spec: Any, where: str) -> Callable[..., Any] | None:
     """A dataloader's ``collate_fn``: a function as it is, a ``{"type": name, **kwargs}``
     config looked up in ``COLLATE_FUNCTIONS`` (its other keys bound), None as None."""
     if spec is None or callable(spec):
-        return spec
+        function: Callable[..., Any] | None = spec
+        return function
     if isinstance(spec, Mapping) and "type" in spec:
         try:
             target = COLLATE_FUNCTIONS.get(spec["type"]) if isinstance(spec["type"], str) \

@@ -171,8 +171,9 @@ def warn_frozen_under_ddp(ddp_model: Any, model: torch.nn.Module,
                           logger: logging.Logger) -> None:
     """One warning (rank 0) when ``ddp_model`` is a DistributedDataParallel built while some
     parameters of ``model`` (named as the user's model names them) were frozen: DDP
-    synchronises only the parameters that required a gradient when it was built, so one
-    unfrozen later (by a hook) would train apart on every rank."""
+    synchronises only the parameters that required a gradient when it was built. The Runner
+    builds it again when that changes in a ``before_train`` / ``before_train_epoch`` hook;
+    a parameter unfrozen inside an epoch trains apart on every rank until the next one."""
     if not isinstance(ddp_model, torch.nn.parallel.DistributedDataParallel):
         return
     frozen = [name for name, p in model.named_parameters() if not p.requires_grad]
@@ -181,9 +182,10 @@ def warn_frozen_under_ddp(ddp_model: Any, model: torch.nn.Module,
         logger.warning(
             "%d parameter(s) are frozen (requires_grad=False) while DistributedDataParallel "
             "wraps the model: %s. DDP synchronises only the parameters that need a gradient "
-            "when it is built, so unfreezing these later (in a hook) would train them apart "
-            "on each rank; unfreeze before building the Runner, or keep them frozen",
-            len(frozen), shown)
+            "when it is built; the Runner builds it again when a before_train or "
+            "before_train_epoch hook unfreezes them, but one unfrozen inside an epoch trains "
+            "apart on each rank until the next epoch: unfreeze at an epoch's start", len(frozen),
+            shown)
 
 
 def _by_dtype(tensors: Iterable[torch.Tensor]) -> dict[tuple[torch.dtype, torch.device],

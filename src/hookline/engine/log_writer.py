@@ -84,11 +84,11 @@ class LogWriter:
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the writer thread, after everything submitted before it."""
-        if self._error is not None:
-            self._raise_error()
-        if self.on_writer_thread():
+        if self.on_writer_thread():  # a queued call's own call: a failure stays for the caller
             fn(*args)
             return
+        if self._error is not None:
+            self._raise_error()
         if not self.background:
             if self._jobs or self._busy:  # switched off with calls queued: those first
                 self.drain()

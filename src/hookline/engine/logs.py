@@ -38,6 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from .log_file import RunLogFile
 from .log_writer import LogWriter
 
 _COUNTER = itertools.count()
@@ -146,18 +147,6 @@ def console_cut() -> bool:
         False
     """
     return _CUT[0]
-
-
-class RunLogFile(logging.FileHandler):
-    """``log.txt``, created (with its folder) by the first line logged: a Runner that is
-    built but never runs anything writes nothing."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(path, encoding="utf-8", delay=True)
-
-    def _open(self) -> Any:
-        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
-        return super()._open()
 
 
 class LineFormatter(logging.Formatter):

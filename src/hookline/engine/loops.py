@@ -82,6 +82,7 @@ class EpochBasedTrainLoop(TrainLoop):
         runner = self.runner
         self._continue_stopped_epoch()
         runner.hooks.call(runner, "before_train")
+        runner.rewrap_if_trainability_changed()  # a hook froze or unfroze layers (DDP)
         self._say_if_done()
         self._validate_pending()
         while self.epoch < self._max_epochs and not self.stop_training:
@@ -121,6 +122,7 @@ class EpochBasedTrainLoop(TrainLoop):
         runner.hooks.call(runner, "before_train_epoch")
         if self.stop_training:  # a hook stopped the run as the epoch began: no batch of it runs
             return False
+        runner.rewrap_if_trainability_changed()
         loader = self.dataloader  # a loader a hook assigned, even in before_train_epoch, runs now
         length = loader_length(loader)
         set_epoch(loader, self.epoch)
@@ -249,6 +251,7 @@ class IterBasedTrainLoop(TrainLoop):
         runner.hooks.call(runner, "before_train")
         self._say_if_done()
         runner.hooks.call(runner, "before_train_epoch")
+        runner.rewrap_if_trainability_changed()  # a hook froze or unfroze layers (DDP)
         self._count_updates(self.iter, self._max_iters)
         self._validate_pending()
         while self.iter < self._max_iters and not self.stop_training:

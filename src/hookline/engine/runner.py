@@ -64,7 +64,7 @@ from .runner_lifetime import RunnerLifetime
 from .samplers import check_epochs_end
 from .schedulers_per_optimizer import with_by_epoch
 from .signals import StopRequest
-from .step import check_contract, make_step, make_train_step, wrap_for_training
+from .step import check_contract, make_step, make_train_step, trainable, wrap_for_training
 from .visualizer import Visualizer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -248,6 +248,8 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
         #: DistributedDataParallel wrapper, or an OwnStepSync for an own train_step
         self.ddp_model: torch.nn.Module | None = None
         self._stop_group: Any = None  # the gloo group that shares stop flags (check_stop)
+        self._ddp_kwargs = ddp_kwargs  # the wrapper is built again when trainability changes
+        self._ddp_trainable = trainable(self.model)
         if self.world_size > 1:
             self.ddp_model = wrap_for_training(self.model, self.loss_fn, self.device, ddp_kwargs)
             distributed.warn_frozen_under_ddp(self.ddp_model, self.model, self.logger)

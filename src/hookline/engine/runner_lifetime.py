@@ -23,16 +23,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from hookline.core import ConfigError
 
 from .base_loop import holding_runner
 from .checkpoint import CheckpointError, CheckpointWriter
+from .distributed import any_rank
 from .folder_lock import lock_folder
 from .hook_table import HookTable
 from .logs import close_logger, set_current_logger
 from .message_hub import MessageHub
 from .run_state import RunState
 from .signals import StopRequest, TrainingInterrupted, interrupt_on_signal, log_failure
+from .step import trainable, wrap_for_training
 from .visualizer import Visualizer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,6 +61,11 @@ class RunnerLifetime:
     running: str | None
     signal_sync_interval: int
     ddp_model: Any
+    model: torch.nn.Module
+    loss_fn: Callable[..., Any] | None
+    device: torch.device
+    _ddp_kwargs: Any
+    _ddp_trainable: tuple[bool, ...]
     outputs: dict[str, Any] | None
     train_loop: TrainLoop | None
     val_loop: ValLoop | None
@@ -124,6 +133,25 @@ class RunnerLifetime:
             raise
         self.hooks.call(self._as_runner(), "after_run")
         self.running = None
+
+    def rewrap_if_trainability_changed(self) -> bool:
+        """Under DDP, after hooks that may freeze or unfreeze parameters (the train loop calls
+        it after ``before_train`` and each ``before_train_epoch``): when which parameters need
+        a gradient changed on any rank, build the DistributedDataParallel wrapper again, as
+        DDP synchronises only those it was built with (an unfrozen backbone would train apart
+        on every rank; a frozen one would stall its reducer). True when it rebuilt."""
+        if not isinstance(self.ddp_model, torch.nn.parallel.DistributedDataParallel):
+            return False
+        now = trainable(self.model)
+        if not any_rank(now != self._ddp_trainable, self._stop_group):
+            return False
+        before, self._ddp_trainable = self._ddp_trainable, now
+        self.ddp_model = wrap_for_training(self.model, self.loss_fn, self.device,
+                                           self._ddp_kwargs)
+        self._train_step = None  # the step trains through the new wrapper
+        self.logger.info("DistributedDataParallel rebuilt: %d of %d parameters need a gradient "
+                         "now (%d before)", sum(now), len(now), sum(before))
+        return True
 
     def check_stop(self, after_iteration: bool = False) -> bool:
         """Stop on ``stop_training``, or checkpoint and exit on a signal (on any rank: the

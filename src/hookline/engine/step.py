@@ -314,6 +314,12 @@ def wrap_for_training(model: torch.nn.Module, loss_fn: Callable[..., Any] | None
     return OwnStepSync(model, broadcast_buffers=kwargs.get("broadcast_buffers", True))
 
 
+def trainable(model: torch.nn.Module) -> tuple[bool, ...]:
+    """Which of ``model``'s parameters need a gradient, in order: what DDP's reducer was built
+    for (it synchronises those only)."""
+    return tuple(param.requires_grad for param in model.parameters())
+
+
 def run_step(model: torch.nn.Module, loss_fn: Callable[..., Any] | None, batch: Any, mode: str
              ) -> Any:
     """One step of ``mode`` on ``batch``; returns the outputs dict (see :func:`make_step`)."""

@@ -21,6 +21,7 @@ from here too, where it used to live).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import math
@@ -36,7 +37,14 @@ from hookline.engine.checks import boolean, positive_int
 from hookline.engine.data import loader_length
 from hookline.engine.history_buffer import ScalarWindow
 from hookline.engine.hook import Hook
-from hookline.engine.logs import flush_logger, log_at, log_queued, run_with_lines, writer_of
+from hookline.engine.log_file import LogWriteError
+from hookline.engine.logs import (
+    flush_logger,
+    log_at,
+    log_queued,
+    run_with_lines,
+    writer_of,
+)
 from hookline.engine.registries import HOOKS
 
 from .log_steps import LAST_COLUMNS as _LAST
@@ -108,6 +116,23 @@ def _train_line(where: str, record: dict[str, Any], values: dict[str, float], me
     return "  ".join(parts)
 
 
+def _cut_torn_line(path: Path) -> None:
+    """Remove what a failed append left of a record at the end of ``path`` (the bytes after
+    its last newline), so that every line of the file is a whole record; best effort."""
+    with contextlib.suppress(OSError), open(path, "rb+") as stream:
+        size = stream.seek(0, 2)
+        if size == 0:
+            return
+        start = max(size - 65536, 0)
+        stream.seek(start)
+        tail = stream.read()
+        newline = tail.rfind(b"\n")
+        if newline == len(tail) - 1:
+            return  # it ends with a whole line
+        if newline >= 0 or start == 0:
+            stream.truncate(start + newline + 1)
+
+
 @HOOKS.register()
 class LoggerHook(Hook):
     """Logs smoothed training scalars every ``interval`` iterations and the
@@ -172,6 +197,7 @@ class LoggerHook(Hook):
         self.out_file = out_file
         self.background = boolean(background, "background", owner="LoggerHook")
         self._stream: Any = None
+        self._failed = False  # a write of out_file failed in this run: no more are tried
         self._start: tuple[float, int] | None = None
         self._path: tuple[Path, Path] | None = None  # (work_dir, its out_file)
         #: the newest ``train/grad_norm`` record at the last log line (what is not news)
@@ -182,6 +208,7 @@ class LoggerHook(Hook):
 
     # -- files --------------------------------------------------------------------
     def before_run(self, runner: Runner) -> None:
+        self._failed = False
         runner.message_hub.window = max(runner.message_hub.window, self.interval)
         writer = writer_of(runner.logger)
         if writer is not None:
@@ -210,7 +237,11 @@ class LoggerHook(Hook):
         self._close(runner)
 
     def on_exception(self, runner: Runner, exception: BaseException) -> None:
-        self._close(runner)
+        try:
+            self._close(runner)
+        except LogWriteError as exc:  # the error that ends the run is raised; this is one line
+            runner.logger.error("%s", exc)
+            self._close(runner)  # the failure is raised once: this one stops the thread
 
     def _close(self, runner: Runner) -> None:
         """Drain the writer (a failed queued write is raised here), stop its thread, close
@@ -238,11 +269,25 @@ class LoggerHook(Hook):
             writer.submit(self._append, path, record)
 
     def _append(self, path: Path, record: dict) -> None:
-        if self._stream is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._stream = open(path, "a", encoding="utf-8")  # noqa: SIM115
-        self._stream.write(json_line(record))
-        self._stream.flush()
+        """Append ``record`` to ``path``. A write that fails (disk full, read-only folder) is
+        one :class:`~hookline.engine.log_file.LogWriteError` naming the file, raised once: the
+        file is closed and the run's later records are not written (the run fails with it)."""
+        if self._failed:
+            return
+        try:
+            if self._stream is None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._stream = open(path, "a", encoding="utf-8")  # noqa: SIM115
+            self._stream.write(json_line(record))
+            self._stream.flush()
+        except OSError as exc:
+            self._failed = True
+            stream, self._stream = self._stream, None
+            if stream is not None:
+                with contextlib.suppress(OSError):  # its buffer cannot be written: dropped
+                    stream.close()
+                _cut_torn_line(path)
+            raise LogWriteError.from_os_error(path, exc) from exc
 
     # -- training -----------------------------------------------------------------
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,

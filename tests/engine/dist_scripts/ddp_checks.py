@@ -1,7 +1,8 @@
 """Run under ``torchrun --nproc_per_node 2``: the Runner's construction-time checks of a
 two-rank run. ``CASE`` (argv[1]) is ``uneven`` (a DefaultSampler with round_up=False over 21
-samples: rank 0 gets 6 batches of 2, rank 1 5) or ``frozen`` (a layer frozen when the Runner
-wraps the model in DDP). Each rank writes ``rank<r>.txt`` in argv[2]: ``error: <message>`` or
+samples: rank 0 gets 6 batches of 2, rank 1 5), ``frozen`` (a layer frozen when the Runner
+wraps the model in DDP) or ``unfreeze`` (that layer unfrozen by a hook as epoch 2 begins: each
+rank trains and saves ``rank<r>.pt``). Each rank writes ``rank<r>.txt`` in argv[2]: ``error: <message>`` or
 ``built``; the Runner's log goes to the work dir."""
 
 from __future__ import annotations
@@ -25,6 +26,23 @@ if case == "uneven":
     loader["sampler"] = {"type": "DefaultSampler", "shuffle": False, "round_up": False}
 else:
     model[0].requires_grad_(False)
+if case == "unfreeze":  # frozen for epoch 1, unfrozen by a hook as epoch 2 begins
+    from hookline import Hook
+
+    class Unfreeze(Hook):
+        def before_train_epoch(self, runner) -> None:
+            if runner.epoch == 1:
+                runner.model[0].requires_grad_(True)
+
+    if rank == 0:
+        torch.save(model.state_dict(), out / "initial.pt")
+    runner = Runner(model=model, work_dir=out / "work", train_dataloader=loader,
+                    loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=3, hooks=[Unfreeze()],
+                    optimizer={"type": "SGD", "lr": 0.1}, default_hooks={"progress": None})
+    runner.train()
+    torch.save(runner.model.state_dict(), out / f"rank{rank}.pt")
+    runner.close()
+    sys.exit(0)
 try:
     runner = Runner(model=model, work_dir=out / "work", train_dataloader=loader,
                     loss_fn=torch.nn.CrossEntropyLoss(), max_epochs=1,
