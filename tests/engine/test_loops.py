@@ -477,3 +477,17 @@ def test_a_stop_set_as_an_epoch_begins_runs_no_batch_of_it(tmp_path):
     runner = make_toy_runner(tmp_path, max_epochs=3, hooks=[StopAtEpoch2()])
     runner.train()
     assert (runner.epoch, runner.iter) == (1, 8)  # epoch 1's 8 iterations, none of epoch 2
+
+
+@pytest.mark.parametrize("length", [{"max_epochs": 4}, {"max_iters": 12}])
+def test_a_run_stop_training_ended_says_so_in_log_txt(tmp_path, length):
+    """Whoever set stop_training (a Keras or Lightning callback) may only have said so on the
+    console: the Runner's own line goes to log.txt too, once."""
+    runner = make_runner(tmp_path, **length)
+    runner.on("after_train_iter", lambda r: setattr(r, "stop_training", True),
+              when=lambda r: r.iter == 4)
+    runner.train()
+    log = (tmp_path / "log.txt").read_text()
+    assert log.count("training stopped early") == 1 and "stop_training was set" in log
+    runner.train()  # nothing left: said by the other line, not this one again
+    assert (tmp_path / "log.txt").read_text().count("training stopped early") == 1

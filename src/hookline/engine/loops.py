@@ -84,6 +84,7 @@ class EpochBasedTrainLoop(TrainLoop):
         runner.hooks.call(runner, "before_train")
         runner.rewrap_if_trainability_changed()  # a hook froze or unfroze layers (DDP)
         self._say_if_done()
+        started = self.iter
         self._validate_pending()
         while self.epoch < self._max_epochs and not self.stop_training:
             epoch = self.epoch
@@ -94,6 +95,7 @@ class EpochBasedTrainLoop(TrainLoop):
             if self.val_due_after_epoch(self.epoch):
                 self._validate()
                 runner.check_stop()
+        self._say_if_stopped_early(started, self.epoch < self._max_epochs)
         runner.hooks.call(runner, "after_train")
         runner.check_stop()  # a signal while training ended is not lost either
         return runner.model
@@ -252,6 +254,7 @@ class IterBasedTrainLoop(TrainLoop):
         self._say_if_done()
         runner.hooks.call(runner, "before_train_epoch")
         runner.rewrap_if_trainability_changed()  # a hook froze or unfroze layers (DDP)
+        started = self.iter
         self._count_updates(self.iter, self._max_iters)
         self._validate_pending()
         while self.iter < self._max_iters and not self.stop_training:
@@ -272,6 +275,7 @@ class IterBasedTrainLoop(TrainLoop):
                     if runner.check_stop(after_iteration=not validated) \
                             or self.iter >= self._max_iters:
                         break
+        self._say_if_stopped_early(started, self.iter < self._max_iters)
         runner.hooks.call(runner, "after_train_epoch")
         runner.hooks.call(runner, "after_train")
         runner.check_stop()  # a signal while training ended is not lost either

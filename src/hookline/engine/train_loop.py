@@ -176,6 +176,16 @@ class TrainLoop(BaseLoop):
                 self._validate()
             self.runner.check_stop()
 
+    def _say_if_stopped_early(self, started: int, short: bool) -> None:
+        """One log line (log.txt too) when ``stop_training`` ended this ``train()`` before its
+        length (``short``) after it trained (from iteration ``started``): whoever set it (an
+        early stopping hook, a Keras or Lightning callback) may only have said so on the
+        console."""
+        if self.stop_training and short and self.iter > started:
+            self.runner.logger.info("training stopped early %s: stop_training was set (by a "
+                                    "hook or callback)", describe_position(
+                                        *self.state.resume_point, by_epoch=self.by_epoch))
+
     def _say_if_done(self) -> None:
         """One log line when a resumed run has nothing left to train."""
         state = self.state
