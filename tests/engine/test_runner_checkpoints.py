@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hookline import CheckpointError, ConfigError, Hook
+from hookline import CheckpointError, ConfigError, Hook, Runner
 from hookline.engine.checkpoint import load_checkpoint_file
 
 from .toy import make_runner
@@ -140,3 +140,26 @@ def test_a_resume_says_when_the_runs_optimizer_settings_differ_from_the_saved_on
     assert "resumed the optimizer as saved, with lr 0.01 (not 0.05); weight_decay 0 (not 0.01)" \
         in (tmp_path / "log.txt").read_text()
     assert edited.optimizer.param_groups[0]["weight_decay"] == 0  # the saved value, as said
+
+
+def test_a_rate_a_callback_lowered_is_not_taken_for_another_configuration(tmp_path):
+    """A hook (Keras's ReduceLROnPlateau, mmcv's LrUpdaterHook) that set the rate itself, with
+    no scheduler: the resume compares the saved run's configuration with this one's, not the
+    rate the hook moved."""
+    from torch.utils.data import DataLoader, TensorDataset  # noqa: PLC0415
+
+    def plain(max_epochs: int, **kwargs) -> Runner:
+        data = TensorDataset(torch.ones(8, 2), torch.ones(8, 1))
+        return Runner(torch.nn.Linear(2, 1), optimizer={"type": "SGD", "lr": 0.1},
+                      loss_fn=torch.nn.MSELoss(), train_dataloader=DataLoader(data, batch_size=4),
+                      max_epochs=max_epochs, work_dir=str(tmp_path),
+                      default_hooks={"progress": None, "logger": None}, **kwargs)
+
+    first = plain(1)
+    first.on("after_train_epoch", lambda r: [g.update(lr=g["lr"] / 2)
+                                             for g in r.optimizer.param_groups])
+    first.train()
+    resumed = plain(2, resume="auto")
+    resumed.train()
+    assert "resumed the optimizer as saved" not in (tmp_path / "log.txt").read_text()
+    assert resumed.optimizer.param_groups[0]["lr"] == pytest.approx(0.05)  # as saved

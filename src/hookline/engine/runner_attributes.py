@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .checkpoint.run import optimizer_settings
+
 if TYPE_CHECKING:  # pragma: no cover
     from .evaluator import Evaluator
     from .loops import TrainLoop, ValLoop
@@ -159,6 +161,10 @@ class RunnerAttributes:
             wrapper.message_hub = self.message_hub
         self._optim_wrapper = wrapper
         self._train_step = None
+        #: the optimizer's settings as this run configured them (checkpoints keep them: a
+        #: resume compares them with its own configuration, not with rates a schedule moved)
+        self.optimizer_settings = optimizer_settings(wrapper.state_dict()) \
+            if wrapper is not None else {}
 
     @property
     def optimizer(self) -> torch.optim.Optimizer | None:

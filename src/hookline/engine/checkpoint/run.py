@@ -83,7 +83,8 @@ def collect(runner: Runner, *, save_optimizer: bool = True) -> dict[str, Any]:
     epoch, batch, iters = state.resume_point
     meta = make_meta(epoch, iters, batch=batch, val_pending=state.val_pending,
                      val_computed=state.val_computed, stop_training=state.stop_training,
-                     seed=runner.seed, by_epoch=runner.by_epoch, config=runner.config)
+                     seed=runner.seed, by_epoch=runner.by_epoch, config=runner.config,
+                     optimizer_settings=runner.optimizer_settings)
     loop = runner.train_loop
     if loop is not None and batch:  # mid-epoch: the length of the loader that epoch runs on
         meta["epoch_length"] = loop.epoch_length
@@ -186,7 +187,9 @@ def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
     """Optimizer (and AMP scaler), and the gradients of an unfinished accumulation group."""
     wrapper = runner.optim_wrapper
     if "optimizer" in checkpoint and wrapper is not None:
-        changed = changed_settings(checkpoint["optimizer"], wrapper.state_dict())
+        saved = checkpoint["meta"].get("optimizer_settings")  # as its run configured them
+        changed = changed_settings(checkpoint["optimizer"], wrapper.state_dict()) \
+            if not saved else changed_settings(saved, runner.optimizer_settings)
         wrapper.load_state_dict(checkpoint["optimizer"])
         if changed:  # a config edited before --resume: its new values do not apply
             runner.logger.warning(
@@ -204,6 +207,31 @@ def _apply_optimization(runner: Runner, checkpoint: dict[str, Any]) -> None:
                                   "group that do not match this run's parameters: dropped")
     elif wrapper is not None:
         runner.logger.warning("checkpoint has no optimizer state: the optimizer starts fresh")
+
+
+def optimizer_settings(state: Any) -> dict[str, Any]:
+    """The settings of an optimizer's ``state_dict()`` (or of several, by name) as the run
+    configured them: each group's numbers and flags, with the starting rate (``initial_lr``,
+    where a scheduler set it) as ``lr``, so neither a schedule nor a callback that moved the
+    rate since counts as another configuration.
+
+        >>> optimizer_settings({"state": {}, "param_groups": [
+        ...     {"params": [0], "lr": 0.01, "initial_lr": 0.1, "nesterov": False}]})
+        {'param_groups': [{'lr': 0.1, 'nesterov': False}]}
+    """
+    if not isinstance(state, Mapping):
+        return {}
+    if "param_groups" not in state:  # several optimizers by name
+        return {name: optimizer_settings(each) for name, each in state.items()
+                if isinstance(each, Mapping)}
+    groups = []
+    for group in state["param_groups"]:
+        settings = {k: v for k, v in group.items() if k not in ("params", "initial_lr")
+                    and isinstance(v, (int, float, str, tuple, list)) or v is None}
+        if isinstance(group.get("initial_lr"), (int, float)):
+            settings["lr"] = group["initial_lr"]
+        groups.append(settings)
+    return {"param_groups": groups}
 
 
 def changed_settings(saved: Any, current: Any, prefix: str = "") -> list[str]:
