@@ -57,3 +57,19 @@ def test_in_one_process_the_lock_is_shared_and_released_by_its_last_holder(tmp_p
     assert (tmp_path / LOCK_FILE).exists()  # still the outer holder's
     outer.release()
     assert not (tmp_path / LOCK_FILE).exists()
+
+
+def test_a_full_disk_still_locks_the_folder(tmp_path) -> None:
+    """Writing the holder's name may fail (the disk is full): the folder is locked all the
+    same, and the run's own write is what fails, naming its file (not the lock's OSError)."""
+    script = textwrap.dedent("""
+        import resource, signal, sys
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY))
+        from hookline.engine.folder_lock import lock_folder
+        lock = lock_folder(sys.argv[1], "x")
+        print("locked" if lock is not None else "none")
+    """)
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "locked", done.stderr

@@ -165,3 +165,11 @@ def test_best_score_and_best_ckpt_are_run_information_and_survive_resume(tmp_pat
     best = str(tmp_path / "cut" / "best_accuracy_top1_epoch_2.pth")
     assert seen == [(0.7, best), (0.7, best)]  # from the checkpoint, before any new validation
     assert resumed.message_hub.get_info("best_score") == 0.7
+
+
+def test_a_metric_named_with_the_val_prefix_is_not_taken_for_a_typo(tmp_path):
+    run = make(tmp_path, {"type": "CheckpointHook", "save_best": "val/acc"}, max_epochs=1,
+               metrics={"val/acc": "accuracy"})
+    run.train()
+    assert "did you mean" not in log_of(tmp_path)
+    assert list(tmp_path.glob("best_val_acc_epoch_1.pth"))

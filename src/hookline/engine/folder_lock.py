@@ -97,8 +97,9 @@ def lock_folder(folder: str | Path, fix: str) -> FolderLock | None:
             break
         os.close(fd)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    os.ftruncate(fd, 0)
-    os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {stamp}\n".encode())
+    with contextlib.suppress(OSError):  # a full disk: locked all the same, its holder unnamed
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {stamp}\n".encode())
     lock = FolderLock(path, fd)
     with _guard:
         _held[str(path)] = lock

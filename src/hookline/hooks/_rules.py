@@ -82,7 +82,7 @@ def warn_if_misspelled(runner: Any, name: str, owner: str) -> None:
     metrics = getattr(runner, "metrics", None) or {}
     known = [*metrics, "loss"]
     bare = name[4:] if name.startswith(("val/", "val_")) else name
-    if bare in known:
+    if name in known or bare in known:  # "val/acc" may be a metric's own name
         return
     if not all(returns_one_number(metric) for metric in metrics.values()):
         return  # a metric may report it: the first validation tells
