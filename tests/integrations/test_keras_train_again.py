@@ -66,6 +66,9 @@ def test_train_again_after_a_failure_keeps_the_callbacks_state_and_csv_rows(tmp_
     assert runner.optimizer.param_groups[0]["lr"] == whole.optimizer.param_groups[0]["lr"]
     assert _csv_epochs(tmp_path / "again") == _csv_epochs(tmp_path / "whole") == [
         str(epoch) for epoch in range(whole_stop.stopped_epoch + 1)]
+    # the epoch the failure cut keeps its running means: the same rows, value for value
+    assert (tmp_path / "again" / "log.csv").read_text() == \
+        (tmp_path / "whole" / "log.csv").read_text()
     assert all(torch.equal(a, b) for a, b in zip(runner.model.parameters(),
                                                  whole.model.parameters()))
 

@@ -178,6 +178,7 @@ class KerasLogBook(Hook):
         self._batch_logs: Logs | None = None
         self._test_batch_logs: Logs | None = None
         self._resumed = False
+        self._stopped_at: tuple[int, int, int] | None = None  # where an exception stopped training
         self._start_iter = 0  # runner.iter when the current train() started
         self._created_by: str | None = None  # the callback that made the run register it
         #: Keras's ``self.model``, one for all the run's callbacks (:meth:`facade`)
@@ -281,9 +282,13 @@ class KerasLogBook(Hook):
 
     # -- training --------------------------------------------------------------------------------
     def before_train(self, runner: Runner) -> None:
-        if not self._resumed:
+        # an epoch train() goes on with where a failure stopped it keeps its running means,
+        # as a resume from a checkpoint written there would
+        going_on = self._stopped_at == runner.state.resume_point
+        if not self._resumed and not going_on:
             self._train = RunningMeans()
         self._resumed = False
+        self._stopped_at = None
         self._published = self._epoch_logs = self._train_end_logs = None
         self.pending_val = False
         self._start_iter = runner.iter  # a resumed run that trains nothing validates nothing
@@ -390,6 +395,7 @@ class KerasLogBook(Hook):
 
     def on_exception(self, runner: Runner, exception: BaseException) -> None:
         self.training = False
+        self._stopped_at = runner.state.resume_point
         if self._metrics is not None:
             self._metrics.remove()
             self._metrics = None
