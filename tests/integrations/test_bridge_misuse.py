@@ -96,3 +96,25 @@ def test_a_lightning_module_given_to_register_hook_is_refused(tmp_path):
                     default_hooks=QUIET)
     with pytest.raises(ConfigError, match="pass it as the Runner's model"):
         runner.register_hook(TinyRegressor())
+
+
+class PL1BatchEnd(pl.Callback):
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx):
+        pass
+
+
+class PL1EpochEnd(pl.Callback):
+    def on_train_epoch_end(self, trainer, pl_module, outputs):
+        pass
+
+
+@pytest.mark.parametrize("callback, expected", [
+    (PL1BatchEnd, r"Lightning 2 calls on_train_batch_end\(trainer, pl_module, outputs, batch, "
+                  r"batch_idx\)"),
+    (PL1EpochEnd, r"write def on_train_epoch_end\(self, trainer, pl_module\)"),
+])
+def test_a_pl1_signature_is_refused_at_build_naming_lightning_2s(tmp_path, callback, expected):
+    with pytest.raises(ConfigError, match=expected):
+        Runner(TinyRegressor(), train_dataloader=loader(), max_epochs=1, work_dir=str(tmp_path),
+               hooks=[callback()], default_hooks={"logger": None, "progress": None,
+                                                  "checkpoint": None})

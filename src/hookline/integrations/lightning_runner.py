@@ -61,6 +61,7 @@ Example::
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 from hookline.core import ConfigError
@@ -127,11 +128,44 @@ def lightning_methods(callback: Any) -> frozenset[str]:
 
 
 def check_lightning_callback(callback: Any) -> None:
-    """A :class:`ConfigError` naming the hookline equivalent for callbacks a run cannot host."""
+    """A :class:`ConfigError` naming the hookline equivalent for callbacks a run cannot host,
+    or naming Lightning's signature for a method that does not take what Lightning 2 passes
+    (PL 1.x's ``dataloader_idx`` of ``on_train_batch_end``, ``outputs`` of
+    ``on_train_epoch_end``): at registration, not a TypeError after the first batch."""
     for name, why in REFUSED.items():
         if class_named(callback, name, _MODULES):
             raise ConfigError(f"Lightning's {type(callback).__name__} cannot run in a hookline "
                               f"Runner: {why}")
+    base = _base(callback)
+    for name in lightning_methods(callback):
+        passed = _passed(getattr(base, name, None))
+        try:
+            signature = inspect.signature(getattr(callback, name))
+        except (TypeError, ValueError):  # no signature to read: called as Lightning calls it
+            continue
+        if passed is not None and not _binds(signature, passed):
+            raise ConfigError(
+                f"{type(callback).__name__}.{name}{signature} does not take what Lightning "
+                f"passes: Lightning 2 calls {name}({', '.join(passed)}); write def {name}(self, "
+                f"{', '.join(passed)})")
+
+
+def _passed(method: Any) -> tuple[str, ...] | None:
+    """The arguments Lightning passes ``method`` (the base class's), positionally."""
+    try:
+        parameters = list(inspect.signature(method).parameters.values())[1:]  # after self
+    except (TypeError, ValueError):
+        return None
+    return tuple(p.name for p in parameters
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _binds(signature: inspect.Signature, passed: tuple[str, ...]) -> bool:
+    try:
+        signature.bind(*passed)
+    except TypeError:
+        return False
+    return True
 
 
 class ModuleMethod:
