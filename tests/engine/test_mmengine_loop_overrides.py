@@ -171,3 +171,25 @@ def test_get_hooks_info_lists_each_stage_as_mmengine(tmp_path) -> None:
     assert [line.rstrip() for line in after_train_iter.splitlines()] == [
         "(NORMAL      ) IterTimerHook", "(LOW         ) ParamSchedulerHook",
         "(VERY_LOW    ) CheckpointHook"]
+
+
+class ValLoopLikeMMEngine(ValLoop):
+    """MMEngine's ValLoop signature, as mmdet's / mmagic's subclasses write it."""
+
+    def __init__(self, runner, dataloader, evaluator, fp16=False, tag="x") -> None:
+        super().__init__(runner, dataloader, evaluator, fp16)
+        self.tag = tag
+
+
+class ValLoopByKeyword(ValLoop):
+    def __init__(self, runner, dataloader, evaluator, fp16=False) -> None:
+        super().__init__(runner, dataloader, evaluator=evaluator, fp16=fp16)
+
+
+@pytest.mark.parametrize("loop", [ValLoopLikeMMEngine, ValLoopByKeyword])
+def test_a_val_loop_with_mmengines_constructor_gets_the_runners_metrics(tmp_path, loop) -> None:
+    runner = make(tmp_path, max_epochs=1, val_dataloader=DataLoader(_pairs(8), batch_size=4),
+                  val_loop={"type": loop}, metrics={"acc": "accuracy"})
+    runner.train()
+    assert isinstance(runner.val_loop, loop) and set(runner.val_loop.last_metrics) == {
+        "acc", "loss"}

@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,7 @@ from .unfinished_stage import UnfinishedStage
 if TYPE_CHECKING:  # pragma: no cover
     from .runner import Runner
 
-__all__ = ["TestLoop", "ValLoop", "eval_loop_config", "record_metrics"]
+__all__ = ["TestLoop", "ValLoop", "build_eval_loop", "eval_loop_config", "record_metrics"]
 
 #: mode -> (its before-iteration stage, its after-iteration stage)
 _ITER_STAGES = {mode: (f"before_{mode}_iter", f"after_{mode}_iter") for mode in ("val", "test")}
@@ -54,8 +55,15 @@ class ValLoop(BaseLoop):
     mode = "val"
 
     def __init__(self, runner: Runner, dataloader: Any, metrics: Any = None,
-                 fp16: bool = False) -> None:
+                 fp16: bool = False, *, evaluator: Any = None) -> None:
         super().__init__(runner, dataloader)
+        if metrics is None and evaluator is not None:  # MMEngine's keyword (a subclass's)
+            metrics = evaluator.named_metrics if isinstance(evaluator, Evaluator) else evaluator
+        if metrics is not None and not isinstance(metrics, Mapping):
+            raise ConfigError(f"{type(self).__name__}: metrics come from the Runner's metrics= "
+                              "(a dict of name -> metric); got an evaluator of "
+                              f"{type(metrics).__name__} (MMEngine's evaluator configs are "
+                              "not built by hookline: docs/porting.md)")
         if not isinstance(fp16, bool):
             raise ConfigError(f"{type(self).__name__} fp16 must be true or false (true: the "
                               f"steps run under autocast), got {fp16!r}")
@@ -202,6 +210,24 @@ class TestLoop(ValLoop):
 
     def _runner_metrics(self, runner: Runner) -> Any:
         return getattr(runner, "test_metrics", runner.metrics)
+
+
+def build_eval_loop(spec: Any, mode: str, runner: Runner, dataloader: Any) -> ValLoop:
+    """The Runner's ``val_loop`` / ``test_loop`` (:func:`eval_loop_config`), built. A loop
+    class written for MMEngine whose constructor takes ``evaluator`` (``(runner, dataloader,
+    evaluator, fp16=False)``, passed on to ``ValLoop``) gets None: the Runner's metrics."""
+    cfg = eval_loop_config(spec, mode)
+    kind = cfg["type"]
+    target = LOOPS.get(kind) if isinstance(kind, str) else kind
+    try:
+        takes = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        takes = {}  # type: ignore[assignment]
+    if "evaluator" in takes and "evaluator" not in cfg and target is not ValLoop \
+            and target is not TestLoop:
+        cfg["evaluator"] = None
+    loop: ValLoop = LOOPS.build(cfg, runner=runner, dataloader=dataloader)
+    return loop
 
 
 def eval_loop_config(spec: Any, mode: str) -> dict[str, Any]:

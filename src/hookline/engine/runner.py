@@ -44,7 +44,7 @@ from .checks import positive_int
 from .config_dict import ConfigDict, plain_arguments
 from .data import build_dataloader, check_has_batches, loader_length
 from .environment import release_at_exit, resolve_device, seed_everything
-from .eval_loop import eval_loop_config
+from .eval_loop import build_eval_loop
 from .hook import Hook
 from .hook_table import HookTable
 from .logs import close_logger, make_logger, set_current_logger
@@ -272,10 +272,10 @@ class Runner(RunnerAttributes, RunnerCheckpoints, RunnerHooks, RunnerLifetime):
         check_has_batches(val, "val_dataloader", training=False)
         check_has_batches(test, "test_dataloader", training=False)
         # MMEngine's ValLoop / TestLoop, or the val_loop / test_loop config (fp16, a subclass)
-        self.val_loop: ValLoop | None = None if val is None else LOOPS.build(
-            eval_loop_config(eval_loops[0], "val"), runner=self, dataloader=val)
-        self.test_loop: ValLoop | None = None if test is None else LOOPS.build(
-            eval_loop_config(eval_loops[1], "test"), runner=self, dataloader=test)
+        self.val_loop: ValLoop | None = None if val is None else build_eval_loop(
+            eval_loops[0], "val", self, val)
+        self.test_loop: ValLoop | None = None if test is None else build_eval_loop(
+            eval_loops[1], "test", self, test)
         self._train_dataloader = train
         self.train_loop: TrainLoop | None = None
         cfg = train_loop_config(train_loop, max_epochs=max_epochs, max_iters=max_iters,
