@@ -118,3 +118,14 @@ def test_a_pl1_signature_is_refused_at_build_naming_lightning_2s(tmp_path, callb
         Runner(TinyRegressor(), train_dataloader=loader(), max_epochs=1, work_dir=str(tmp_path),
                hooks=[callback()], default_hooks={"logger": None, "progress": None,
                                                   "checkpoint": None})
+
+
+def test_the_hook_table_names_the_lightning_and_keras_callbacks_it_runs(tmp_path):
+    runner = Runner(torch.nn.Linear(1, 1), optimizer={"type": "SGD", "lr": 0.1},
+                    loss_fn=torch.nn.MSELoss(), train_dataloader=loader(), max_epochs=1,
+                    work_dir=str(tmp_path), default_hooks={"progress": None},
+                    hooks=[pl.callbacks.LearningRateMonitor(),
+                           keras.callbacks.TerminateOnNaN()])
+    table = runner.hook_table()
+    assert "LightningCalls[LearningRateMonitor]" in table
+    assert "KerasCallbackHook[TerminateOnNaN]" in table

@@ -106,6 +106,13 @@ class LightningCalls(Hook):
     def __repr__(self) -> str:
         return f"LightningCalls({len(self.callbacks)} callback(s), module={self.module is not None})"
 
+    @property
+    def table_label(self) -> str:
+        """How ``runner.hook_table()`` names it: with the module and callbacks it calls."""
+        names = [type(self.module).__name__] if self.module is not None else []
+        names += [type(hook.callback).__name__ for hook in self.callbacks]
+        return f"LightningCalls[{', '.join(names)}]"
+
     # -- participants ------------------------------------------------------------------------------
     def join(self, participant: Any, module: bool = False) -> None:
         """Add a callback adapter (or, ``module=True``, the module's hook) and re-register this
