@@ -12,7 +12,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
 from hookline import ConfigError, Hook, Runner
-from hookline.engine.evaluator import Evaluator, is_scalar, plain_value
+from hookline.engine.evaluator import Evaluator
+from hookline.engine.metric_values import is_scalar, plain_value
 from hookline.hooks.best_checkpoint import BestCheckpoint
 
 

@@ -159,3 +159,22 @@ def test_a_registered_metric_returning_a_dict_logs_each_number(tmp_path):
     metrics = runner.val_loop.last_metrics
     assert {"precision", "recall", "loss"} <= set(metrics) and "pr" not in metrics
     assert metrics["precision"] == metrics["recall"]
+
+
+def test_offline_evaluate_gives_the_metrics_of_saved_data_samples_in_chunks():
+    """MMEngine's ``offline_evaluate(data_samples, data=None, chunk_size=1)``: predictions saved
+    earlier, evaluated as one pass would, in chunks; a wrong chunk size or data is one error."""
+    seen: list[int] = []
+
+    def correct(samples):
+        seen.append(len(samples))
+        return {"correct": sum(s["pred"] == s["label"] for s in samples) / len(samples)}
+
+    samples = [{"pred": i % 2, "label": 0} for i in range(5)]
+    evaluator = Evaluator({"c": correct})
+    assert evaluator.offline_evaluate(samples, chunk_size=2) == {"correct": 0.6}
+    assert seen == [5]  # one call over every sample, as after a whole pass
+    with pytest.raises(ConfigError, match="chunk_size must be an int >= 1"):
+        evaluator.offline_evaluate(samples, chunk_size=0)
+    with pytest.raises(ConfigError, match="data has 2 entries and data_samples 5"):
+        evaluator.offline_evaluate(samples, data=[1, 2])

@@ -41,8 +41,8 @@ from hookline.engine.checkpoint import (
     read_latest,
 )
 from hookline.engine.checkpoint.fit import weights_problem, without_ddp_prefix
-from hookline.engine.evaluator import is_scalar
 from hookline.engine.logs import close_logger
+from hookline.engine.metric_values import is_scalar
 from hookline.hooks.ema import EMAHook
 
 from .command_common import (

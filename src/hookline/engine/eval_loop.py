@@ -30,8 +30,9 @@ from hookline.core import ConfigError, HookError
 from .amp_optim_wrapper import AmpOptimWrapper
 from .base_loop import BaseLoop, note_where
 from .data import move_to
-from .evaluator import Evaluator, is_scalar
+from .evaluator import Evaluator
 from .fast_batches import iter_batches
+from .metric_values import is_scalar
 from .registries import LOOPS
 from .unfinished_stage import UnfinishedStage
 

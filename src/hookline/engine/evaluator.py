@@ -39,6 +39,7 @@ from hookline.core import ConfigError
 
 from . import distributed
 from .message_hub import plain_number
+from .metric_values import STEP_SOURCE, add_result
 from .metrics import is_torchmetric
 
 #: (trailing shape, dtype) of the collected predictions, and of the targets
@@ -176,6 +177,29 @@ class Evaluator:
         self.reset()
         return metrics
 
+    def offline_evaluate(self, data_samples: Sequence[Any], data: Sequence[Any] | None = None,
+                         chunk_size: int = 1) -> dict[str, Any]:
+        """MMEngine's: the metrics of ``data_samples`` saved earlier (a model's predictions
+        as data samples), processed ``chunk_size`` at a time (with the matching slices of
+        ``data``, when given), as one evaluation pass would; this evaluator starts afresh.
+
+            >>> Evaluator({"n": lambda samples: len(samples)}).offline_evaluate(
+            ...     [{"ok": 1}, {"ok": 0}, {"ok": 1}], chunk_size=2)
+            {'n': 3}
+        """
+        if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+            raise ConfigError(f"offline_evaluate chunk_size must be an int >= 1, got "
+                              f"{chunk_size!r}")
+        if data is not None and len(data) != len(data_samples):
+            raise ConfigError(f"offline_evaluate: data has {len(data)} entries and "
+                              f"data_samples {len(data_samples)}; give one per sample")
+        self.reset()
+        for start in range(0, len(data_samples), chunk_size):
+            chunk = list(data_samples[start:start + chunk_size])
+            self.process(data_samples=chunk, data_batch=None if data is None
+                         else list(data[start:start + chunk_size]))
+        return self.evaluate(len(data_samples))
+
     def compute(self) -> dict[str, Any]:
         """The epoch's metrics, reduced over ranks (one sync, at the end).
 
@@ -223,7 +247,7 @@ class Evaluator:
             packed = distributed.all_reduce_sum(packed)
             for key, value in zip(keys, (packed[:-1] / packed[-1]).tolist()):
                 results[key] = value
-                sources[key] = _STEP
+                sources[key] = STEP_SOURCE
         preds = targets = None
         if layout is not None:
             preds = distributed.all_gather_interleave(_cat_or_empty(self._preds, *layout[0]))
@@ -235,7 +259,7 @@ class Evaluator:
                 value = _call_metric(name, metric, preds, targets)
             else:
                 value = None
-            _add_result(results, sources, name, value)
+            add_result(results, sources, name, value)
         return results
 
     def _compute_on_samples(self) -> dict[str, Any]:
@@ -252,82 +276,8 @@ class Evaluator:
                 raise RuntimeError(f"metric {name!r} failed on {len(samples)} data samples "
                                    f"(of types {_kinds(samples)}): {type(exc).__name__}: "
                                    f"{exc}") from exc
-            _add_result(results, sources, name, value)
+            add_result(results, sources, name, value)
         return results
-
-
-#: who reported a key that the step's outputs averaged (see _add_result)
-_STEP = "the validation/test step's outputs (averaged over the samples)"
-
-
-def _add_result(results: dict[str, Any], sources: dict[str, str], name: str, value: Any
-                ) -> None:
-    """Add what metric ``name`` returned to ``results``: a dict under its own keys, anything
-    else under ``name``; ``None`` (and a dict's ``None`` entries) left out. A key already
-    reported (by another metric, or by the step's averaged outputs) is a :class:`ConfigError`
-    naming both, as MMEngine's Evaluator raises."""
-    entries = ({str(k): v for k, v in value.items()} if isinstance(value, Mapping)
-               else {name: value})
-    for key, entry in entries.items():
-        if entry is None:  # MMEngine's DumpResults and friends report nothing
-            continue
-        if key in results:
-            other = sources[key]
-            clash = (f"metric {name!r} reports {key!r}, which {other} already report"
-                     if other == _STEP else
-                     f"metrics {other!r} and {name!r} both report {key!r}")
-            example = f"{name}/{key}" if isinstance(value, Mapping) else f"val_{key}"
-            raise ConfigError(
-                f"{clash}: each key of a validation/test result must come from one place "
-                f"(MMEngine's Evaluator refuses metrics without distinct prefixes too); "
-                f"rename the metric or have it report the value under another key, e.g. "
-                f"{example!r}")
-        results[key] = plain_value(entry)
-        sources[key] = name
-
-
-def plain_value(value: Any) -> Any:
-    """A metric's value as hooks, the log and ``val()`` get it: Python numbers stay (a bool
-    becomes an int), a one-element tensor or NumPy array becomes its number (an int for an
-    integer dtype), a larger one a nested list; lists, tuples and dicts are made plain
-    entry by entry; strings and any other object stay as they are.
-
-        >>> import numpy as np
-        >>> plain_value(torch.tensor(3)), plain_value(np.float32(0.5)), plain_value(True)
-        (3, 0.5, 1)
-        >>> plain_value({"per_class": torch.tensor([0.5, 1.0]), "name": "x"})
-        {'per_class': [0.5, 1.0], 'name': 'x'}
-    """
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, (int, float, str)):
-        return value
-    if isinstance(value, torch.Tensor):
-        value = value.detach()
-        if value.numel() == 1:
-            number = value.reshape(()).item()
-            return int(number) if isinstance(number, bool) else number
-        return value.cpu().tolist()
-    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
-        listed = value.tolist()  # a NumPy scalar gives its number, an array a nested list
-        if getattr(value, "size", 0) == 1 and isinstance(listed, list):
-            listed = value.reshape(()).tolist()
-        return plain_value(listed) if isinstance(listed, (bool, list)) else listed
-    if isinstance(value, Mapping):
-        return {k: plain_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain_value(v) for v in value]
-    return value
-
-
-def is_scalar(value: Any) -> bool:
-    """Whether a (plain) metric value is one number: what the message hub records, loggers
-    plot and ``save_best`` / ``monitor`` can track.
-
-        >>> is_scalar(0.5), is_scalar(3), is_scalar([0.5]), is_scalar("0.5"), is_scalar(True)
-        (True, True, False, False, False)
-    """
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _kinds(samples: list[Any]) -> str:

@@ -20,8 +20,8 @@ from hookline.engine.checkpoint.names import (
     best_file_name,
     best_step,
 )
-from hookline.engine.evaluator import is_scalar, plain_value
 from hookline.engine.metric_names import strip_val_prefix
+from hookline.engine.metric_values import is_scalar, plain_value
 
 from ._rules import infer_rule, is_better
 

@@ -122,8 +122,11 @@ def find_latest_checkpoint(path: str | Path) -> str | None:
         >>> import tempfile
         >>> from pathlib import Path
         >>> from hookline.engine.checkpoint import write_latest
+        >>> import contextlib, io
         >>> folder = tempfile.mkdtemp()
-        >>> find_latest_checkpoint(folder) is None
+        >>> with contextlib.redirect_stdout(io.StringIO()):  # the log line, where one is shown
+        ...     found = find_latest_checkpoint(folder)
+        >>> found is None
         True
         >>> _ = write_latest(folder, "epoch_2.pth")
         >>> Path(find_latest_checkpoint(folder)).name
