@@ -40,7 +40,7 @@ import torch
 import yaml
 
 from hookline.core import ConfigError
-from hookline.core.registry import SCOPE_MODULES, using_scope
+from hookline.core.registry import using_scope
 from hookline.engine.config_file import load_config, parse_value
 from hookline.engine.default_hooks import DEFAULT_HOOKS
 from hookline.engine.metric_names import names_unchecked
@@ -193,31 +193,6 @@ def _import_custom(spec: Any) -> None:
                               f"{exc} ({frame.filename}, line {frame.lineno})") from None
 
 
-#: scopes of ``type`` names a config may use without importing their package: the module
-#: that makes that scope's registries (imported once, when a config names the scope)
-COMPAT_SCOPES = SCOPE_MODULES
-
-
-def _import_compat_scopes(cfg: Any) -> None:
-    """Import ``hookline.compat.mmengine`` / ``.mmcv`` when the config names a type of that
-    scope (``mmengine.LinearLR``), a ``_scope_`` or a ``default_scope`` of it: a ported
-    config needs no ``custom_imports`` for them. The engine itself never imports compat."""
-    scopes: set[str] = set()
-    stack = [cfg]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Mapping):
-            for key, value in node.items():
-                if key in ("type", "_scope_", "default_scope") and isinstance(value, str):
-                    scopes.add(value.split(".", 1)[0] if key == "type" else value)
-                else:
-                    stack.append(value)
-        elif isinstance(node, (list, tuple)):
-            stack.extend(node)
-    for scope in sorted(scopes & set(COMPAT_SCOPES)):
-        importlib.import_module(COMPAT_SCOPES[scope])
-
-
 def _fill_default_hooks(cfg: dict) -> None:
     """``default_hooks.logger: {interval: 5}`` without a ``type`` changes the default hook."""
     overrides = cfg.get("default_hooks")
@@ -258,7 +233,6 @@ def resolve_config(cfg: Mapping | str | Path, *, work_dir: str | Path | None = N
     if resume is not None:
         cfg["resume"] = resume if isinstance(resume, bool) else str(resume)
     _fill_default_hooks(cfg)
-    _import_compat_scopes(cfg)
     _import_custom(cfg.get("custom_imports"))
     register_builtins()
     with using_scope(config_scope(cfg)):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .checkpoint.run import optimizer_settings
+from .checkpoint.settings import optimizer_settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from .evaluator import Evaluator
