@@ -40,18 +40,16 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from hookline.core import ConfigError
 from hookline.engine.hook import Hook
-from hookline.engine.metric_names import VAL_PREFIXES, prefixed
+from hookline.engine.metric_names import prefixed
 from hookline.hooks.keras_values import Logs, RunningMeans, batch_size
 
 from ._cut_epoch import validate_cut_epoch
+from .keras_batch_metrics import BatchMetrics, add_batch, training_metrics
 from .keras_history import HistoryHook
 from .keras_model import KerasModel, fit_params
 
@@ -70,87 +68,6 @@ def _plain(values: Mapping[str, Any]) -> dict[str, Any]:
     """A plain ``dict`` of floats, keys sorted (as Keras's ``pythonify_logs``): the values are
     read now (one host-device sync for device tensors)."""
     return _sorted(values).plain()
-
-
-class _BatchMetrics:
-    """Metrics computed batch by batch, as running, batch-size-weighted means: the Runner's
-    metrics on the training batches (``model`` given: a forward hook keeps the step's output),
-    or a validation / test loop's metrics on its batches (from the outputs' ``preds``)."""
-
-    def __init__(self, metrics: Mapping[str, Any], model: torch.nn.Module | None = None) -> None:
-        self.metrics: dict[str, Any] = {}
-        for name, metric in (metrics or {}).items():
-            stateful = hasattr(metric, "update") and hasattr(metric, "compute")
-            self.metrics[name] = copy.deepcopy(metric) if stateful else metric
-        self.preds: Any = None
-        self.capturing = False
-        self.handle = model.register_forward_hook(self._keep) \
-            if self.metrics and model is not None else None
-
-    def _keep(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        if self.capturing:
-            self.preds = output
-
-    def values(self, data_batch: Any, outputs: Any) -> dict[str, Any]:
-        """This batch's metric values (device tensors), or {} without predictions and targets."""
-        preds, self.preds = self.preds, None
-        targets = None
-        if isinstance(outputs, Mapping) and "preds" in outputs and "targets" in outputs:
-            preds, targets = outputs["preds"], outputs["targets"]
-        elif isinstance(data_batch, (list, tuple)) and len(data_batch) == 2:
-            targets = data_batch[1]
-        if not isinstance(preds, torch.Tensor) or not isinstance(targets, torch.Tensor):
-            return {}
-        preds = preds.detach()
-        found: dict[str, Any] = {}
-        for name, metric in self.metrics.items():
-            if hasattr(metric, "update") and hasattr(metric, "compute"):
-                metric.update(preds, targets)  # read as metric.compute() (see running)
-            else:
-                found[name] = metric(preds, targets)
-        return found
-
-    def running(self) -> dict[str, Any]:
-        """The stateful (torchmetrics) metrics' values over the epoch so far."""
-        found = {}
-        for name, metric in self.metrics.items():
-            if hasattr(metric, "update") and hasattr(metric, "compute") \
-                    and getattr(metric, "update_count", 1) > 0:
-                found[name] = metric.compute()
-        return found
-
-    def reset(self) -> None:
-        for metric in self.metrics.values():
-            if hasattr(metric, "reset"):
-                metric.reset()
-
-    def remove(self) -> None:
-        if self.handle is not None:
-            self.handle.remove()
-            self.handle = None
-
-
-def _training_metrics(runner: Runner) -> dict[str, Any]:
-    """The Runner's metrics that Keras's logs report for training batches too (as ``fit``
-    reports its compiled metrics): all but those named for validation (``"val/acc"``), which
-    report under their own name, for validation only."""
-    return {name: metric for name, metric in (getattr(runner, "metrics", None) or {}).items()
-            if not name.startswith(VAL_PREFIXES)}
-
-
-def _add_batch(means: RunningMeans, metrics: _BatchMetrics | None, data_batch: Any,
-               outputs: Any) -> None:
-    """One step's scalar outputs and (when ``metrics``) its metric values into ``means``,
-    weighted by the batch size."""
-    weight = batch_size(data_batch, outputs)
-    means.add(outputs, weight)
-    if metrics is not None:
-        metrics.capturing = False
-        values = metrics.values(data_batch, outputs)
-        if values:
-            count = means.count
-            means.add(values, weight)
-            means.count = count  # one count per sample, shared by all keys
 
 
 class KerasLogBook(Hook):
@@ -172,9 +89,9 @@ class KerasLogBook(Hook):
         self.test_batch_metrics = False
         self._train = RunningMeans()
         self._test = RunningMeans()
-        self._metrics: _BatchMetrics | None = None
-        self._pass_metrics: dict[str, _BatchMetrics | None] = {}  # per loop mode, built once
-        self._test_metrics: _BatchMetrics | None = None  # those of the running pass
+        self._metrics: BatchMetrics | None = None
+        self._pass_metrics: dict[str, BatchMetrics | None] = {}  # per loop mode, built once
+        self._test_metrics: BatchMetrics | None = None  # those of the running pass
         self._batch_logs: Logs | None = None
         self._test_batch_logs: Logs | None = None
         self._resumed = False
@@ -296,7 +213,7 @@ class KerasLogBook(Hook):
         if self.history_hook is not None:
             self.history_hook.begin(runner, self.facade(runner), fit_params(runner))
         if self.train_metrics and self._metrics is None:
-            self._metrics = _BatchMetrics(_training_metrics(runner), runner.model)
+            self._metrics = BatchMetrics(training_metrics(runner), runner.model)
             if not self._metrics.metrics:
                 self._metrics = None
 
@@ -309,7 +226,7 @@ class KerasLogBook(Hook):
 
     def after_train_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
                          outputs: Any = None) -> None:
-        _add_batch(self._train, self._metrics, data_batch, outputs)
+        add_batch(self._train, self._metrics, data_batch, outputs)
         self._batch_logs = None
 
     def after_train_epoch(self, runner: Runner) -> None:
@@ -408,7 +325,7 @@ class KerasLogBook(Hook):
         if self.test_batch_metrics:
             if mode not in self._pass_metrics:
                 loop = runner.val_loop if mode == "val" else runner.test_loop
-                metrics = _BatchMetrics(getattr(loop, "metrics", None) or {})
+                metrics = BatchMetrics(getattr(loop, "metrics", None) or {})
                 self._pass_metrics[mode] = metrics if metrics.metrics else None
             self._test_metrics = self._pass_metrics[mode]
             if self._test_metrics is not None:
@@ -421,7 +338,7 @@ class KerasLogBook(Hook):
         self._begin_pass(runner, "test")
 
     def _after_pass_iter(self, data_batch: Any, outputs: Any) -> None:
-        _add_batch(self._test, self._test_metrics, data_batch, outputs)
+        add_batch(self._test, self._test_metrics, data_batch, outputs)
         self._test_batch_logs = None
 
     def after_val_iter(self, runner: Runner, batch_idx: int, data_batch: Any = None,
